@@ -1,0 +1,44 @@
+# deltafs: the two set-up commands are `make demo` and `make test`.
+GO       ?= go
+BIN      := bin/deltafs
+PKGS     := ./...
+# Short fuzz runs in `make test`; `make fuzz FUZZTIME=5m` for longer.
+FUZZTIME ?= 10s
+# Each line: package and fuzz target.
+FUZZ_TARGETS := \
+	./snapshot FuzzParseCommit \
+	./snapshot FuzzDecodeDeletionVector
+
+.PHONY: all build test unit fuzz vet demo bench deps clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/deltafs
+
+# deps installs what the tests need (fuse3, Debian's torchvision) when missing.
+deps:
+	@scripts/ensure-deps.sh
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet $(PKGS)
+
+unit: build
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+fuzz:
+	@set -e; set -- $(FUZZ_TARGETS); while [ $$# -gt 0 ]; do \
+		echo "fuzz $$1 $$2 ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$2$$" -fuzztime $(FUZZTIME) $$1; shift 2; done
+
+test: deps vet unit fuzz
+
+demo: build deps
+	@scripts/demo.sh
+
+bench: build deps
+	@scripts/bench.sh
+
+clean:
+	rm -rf bin .demo bench/out

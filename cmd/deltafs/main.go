@@ -1,0 +1,84 @@
+// Command deltafs mounts every version of a Delta Lake table as plain sample
+// files, and offers the views a user needs around that: log, cat, import,
+// warm, cache and gds. Each command lives in its own cmd_*.go file and
+// registers itself with the root command; this file only wires the shared
+// flags and turns an error into one line on stderr and a non-zero exit.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/deltafs/deltafs/snapshot"
+	"github.com/deltafs/deltafs/storage"
+)
+
+// global holds the flags every command shares.
+var global struct {
+	logLevel string
+	storage  storage.Options
+}
+
+var rootCmd = &cobra.Command{
+	Use:   "deltafs",
+	Short: "Every version of a Delta Lake table as plain sample files",
+	Long: `deltafs exposes every version of a Delta Lake table as plain files, so that any
+training framework's loader reads training data straight from the table.
+
+Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`,
+	SilenceUsage:  true,
+	SilenceErrors: true,
+	PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+		var level slog.Level
+		if err := level.UnmarshalText([]byte(global.logLevel)); err != nil {
+			return usageError{fmt.Errorf("--log-level: %w", err)}
+		}
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+		return nil
+	},
+}
+
+func init() {
+	pf := rootCmd.PersistentFlags()
+	pf.StringVar(&global.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	pf.StringVar(&global.storage.S3.Endpoint, "s3-endpoint", "", "S3 endpoint URL for S3-compatible stores (default: AWS_ENDPOINT_URL_S3, else AWS)")
+	pf.StringVar(&global.storage.S3.Region, "s3-region", "", "S3 region (default: from the AWS configuration, else us-east-1)")
+	pf.BoolVar(&global.storage.S3.PathStyle, "s3-path-style", false, "use path-style S3 URLs (MinIO, Ceph)")
+	pf.BoolVar(&global.storage.S3.Anonymous, "s3-anonymous", false, "send unsigned S3 requests (public buckets)")
+	rootCmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
+}
+
+// usageError marks errors in how the command was called (exit status 2).
+type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
+
+// openTable opens the Delta table at a location (path or URL).
+func openTable(ctx context.Context, location string) (*snapshot.Table, error) {
+	st, err := storage.Open(ctx, location, global.storage)
+	if err != nil {
+		return nil, err
+	}
+	return snapshot.Open(ctx, st)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := rootCmd.ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "deltafs: %v\n", err)
+		var u usageError
+		if errors.As(err, &u) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs from Debian when it is missing and we
+# may (root with apt-get): fuse3 for fusermount3, and Debian's torch and
+# torchvision for the ImageFolder tests. Prints what it did; never fails the
+# build by itself (the tests that need a missing piece fail with a message).
+set -u
+need=()
+command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
+/usr/bin/python3 -c 'import torchvision, PIL, numpy' >/dev/null 2>&1 ||
+  need+=(python3-torch python3-torchvision python3-pil python3-numpy)
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+  echo "ensure-deps: missing ${need[*]}; install them (apt-get install ${need[*]}) to run every test" >&2
+  exit 0
+fi
+echo "ensure-deps: installing ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
+  echo "ensure-deps: apt-get install ${need[*]} failed" >&2
+exit 0
