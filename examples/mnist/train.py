@@ -1,0 +1,103 @@
+#!/usr/bin/env python3
+"""Train a small CNN on MNIST digits read straight from a deltafs mount.
+
+The data loader is torchvision's unmodified ImageFolder over a shard of a
+table version, e.g. MOUNT/latest/shard/0, mounted with
+`--image 28x28 --class-column label` so every row is a PNG in a class folder.
+
+    /usr/bin/python3 examples/mnist/train.py MOUNT/latest/shard/0 --epochs 2
+
+Prints the loss every few batches and the accuracy after every epoch (on
+--val DIR when given, e.g. another table version or shard, else on the
+training data).
+"""
+import argparse
+import os
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+from torchvision import datasets, transforms
+
+
+class Net(nn.Module):
+    """The classic two-convolution MNIST network (PyTorch's MNIST example)."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 3, 1)
+        self.conv2 = nn.Conv2d(32, 64, 3, 1)
+        self.dropout1 = nn.Dropout(0.25)
+        self.dropout2 = nn.Dropout(0.5)
+        self.fc1 = nn.Linear(9216, 128)
+        self.fc2 = nn.Linear(128, classes)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = torch.flatten(self.dropout1(x), 1)
+        x = self.dropout2(F.relu(self.fc1(x)))
+        return F.log_softmax(self.fc2(x), dim=1)
+
+
+def loader(root, batch_size, workers, shuffle):
+    tf = transforms.Compose([
+        transforms.Grayscale(num_output_channels=1),  # ImageFolder opens as RGB
+        transforms.ToTensor(),
+        transforms.Normalize((0.1307,), (0.3081,)),
+    ])
+    ds = datasets.ImageFolder(root, transform=tf)
+    return ds, DataLoader(ds, batch_size=batch_size, shuffle=shuffle,
+                          num_workers=workers, persistent_workers=workers > 0)
+
+
+def accuracy(model, dl):
+    model.eval()
+    right = total = 0
+    with torch.no_grad():
+        for x, y in dl:
+            right += (model(x).argmax(1) == y).sum().item()
+            total += len(y)
+    model.train()
+    return right / max(total, 1)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("data", help="an ImageFolder root, e.g. MOUNT/latest/shard/0")
+    p.add_argument("--val", help="ImageFolder root to measure accuracy on")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--lr", type=float, default=1.0)
+    p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    args = p.parse_args()
+
+    torch.manual_seed(0)
+    torch.set_num_threads(args.threads)
+    ds, train = loader(args.data, args.batch_size, args.workers, shuffle=True)
+    val = loader(args.val, 256, args.workers, False)[1] if args.val else train
+    print(f"{len(ds)} samples in {len(ds.classes)} classes from {args.data}")
+
+    model = Net(len(ds.classes))
+    opt = torch.optim.Adadelta(model.parameters(), lr=args.lr)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7)
+    for epoch in range(1, args.epochs + 1):
+        start, seen = time.time(), 0
+        for i, (x, y) in enumerate(train):
+            opt.zero_grad()
+            loss = F.nll_loss(model(x), y)
+            loss.backward()
+            opt.step()
+            seen += len(y)
+            if i % 50 == 0:
+                print(f"epoch {epoch} [{seen}/{len(ds)}] loss {loss.item():.4f}", flush=True)
+        sched.step()
+        rate = seen / (time.time() - start)
+        print(f"epoch {epoch}: accuracy {accuracy(model, val):.4f}, {rate:.0f} samples/s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
