@@ -1,0 +1,118 @@
+package e2e
+
+import (
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// buildDeltafs builds the deltafs binary once per test run.
+func buildDeltafs(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "deltafs-e2e-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "deltafs")
+		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/deltafs").CombinedOutput()
+		if err != nil {
+			buildErr = errors.New(string(out))
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v", buildErr)
+	}
+	return binPath
+}
+
+// needTorchvision returns Debian's python3 with torchvision, or fails the test
+// (make test installs it; a missing torchvision is a broken set-up, not a skip).
+func needTorchvision(t *testing.T) string {
+	t.Helper()
+	const python = "/usr/bin/python3"
+	if out, err := exec.Command(python, "-c", "import torchvision, numpy").CombinedOutput(); err != nil {
+		t.Fatalf("%s cannot import torchvision (run `make deps` as root, or apt-get install python3-torchvision): %v\n%s", python, err, out)
+	}
+	return python
+}
+
+// run runs the binary and fails the test on a non-zero exit.
+func run(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("deltafs %v: %v\n%s", args, err, out)
+	}
+	return string(out)
+}
+
+// mount starts `deltafs mount TABLE MNT flags...` in the background, waits
+// for the tree to appear, and unmounts in t.Cleanup even when the test fails.
+func mount(t *testing.T, bin, table string, flags ...string) string {
+	t.Helper()
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(t.TempDir(), "mount.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, append([]string{"mount", table, mnt}, flags...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{}) // closed when the server has exited
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+		// A crashed server leaves a stale mount: clear it.
+		_ = exec.Command("fusermount3", "-u", "-z", mnt).Run()
+		if t.Failed() {
+			log, _ := os.ReadFile(logf.Name())
+			t.Logf("mount log:\n%s", log)
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Lstat(filepath.Join(mnt, "latest")); err == nil {
+			return mnt
+		}
+		select {
+		case <-exited:
+			log, _ := os.ReadFile(logf.Name())
+			t.Fatalf("deltafs mount exited: %v\n%s", waitErr, log)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	t.Fatalf("mount %s did not come up in 30s", mnt)
+	return ""
+}
+
+func stderrOf(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return string(ee.Stderr)
+	}
+	return ""
+}
