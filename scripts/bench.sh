@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# make bench: every benchmark in one run; writes bench/RESULTS.md and
+# bench/throughput.svg. Go micro-benchmarks run first (snapshot construction,
+# scan, cache), then the end-to-end workloads (bench/run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p bench/out
+echo "== Go benchmarks"
+go test -run '^$' -bench . -benchtime 3x -count 3 ./snapshot/ ./scan/ ./cache/ 2>&1 | tee bench/out/go-bench.txt
+echo "== End-to-end workloads"
+go run ./bench/run -runs "${RUNS:-3}" "$@"
