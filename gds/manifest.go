@@ -1,0 +1,136 @@
+package gds
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// ManifestName is the file name of a shard's extent manifest.
+const ManifestName = "_extents.tsv"
+
+// manifestHeader is the first line WriteManifest writes.
+const manifestHeader = "sample\tpath\toffset\tlength"
+
+// ManifestEntry is one line of an extent manifest: a sample and where its
+// bytes lie.
+type ManifestEntry struct {
+	// Sample is the sample file's path relative to the shard directory,
+	// with '/' separators (for example "7/000123.png").
+	Sample string
+	Extent
+}
+
+// WriteManifest writes entries as an extent manifest: the header line
+//
+//	sample<TAB>path<TAB>offset<TAB>length
+//
+// then one line per entry, in the given order, with the sample and path
+// fields escaped (backslash, tab, newline and carriage return become \\, \t,
+// \n and \r) and offset and length in decimal. Every entry is validated
+// first; nothing is written when one is invalid.
+func WriteManifest(w io.Writer, entries []ManifestEntry) error {
+	for i, e := range entries {
+		if err := validateEntry(e); err != nil {
+			return fmt.Errorf("manifest entry %d: %w", i, err)
+		}
+	}
+	bw := bufio.NewWriter(w)
+	bw.WriteString(manifestHeader + "\n")
+	for _, e := range entries {
+		fmt.Fprintf(bw, "%s\t%s\t%d\t%d\n", escapeField(e.Sample), escapeField(e.Path), e.Offset, e.Length)
+	}
+	return bw.Flush()
+}
+
+func validateEntry(e ManifestEntry) error {
+	if e.Sample == "" {
+		return errors.New("empty sample path")
+	}
+	return e.Validate()
+}
+
+// ParseManifest reads an extent manifest written by WriteManifest. The
+// header line is optional; empty lines are skipped and "\r\n" line ends are
+// accepted. Cache file paths are returned as written: ReadManifestFile
+// resolves relative ones. An error names the 1-based line.
+func ParseManifest(r io.Reader) ([]ManifestEntry, error) {
+	br := bufio.NewReader(r)
+	var out []ManifestEntry
+	for lineNo := 1; ; lineNo++ {
+		line, err := br.ReadString('\n')
+		if err != nil && err != io.EOF {
+			return out, fmt.Errorf("manifest line %d: %w", lineNo, err)
+		}
+		if line == "" && err == io.EOF {
+			return out, nil
+		}
+		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+		switch {
+		case line == "":
+		case lineNo == 1 && line == manifestHeader:
+		default:
+			e, perr := parseManifestLine(line)
+			if perr != nil {
+				return out, fmt.Errorf("manifest line %d: %w", lineNo, perr)
+			}
+			out = append(out, e)
+		}
+		if err == io.EOF {
+			return out, nil
+		}
+	}
+}
+
+func parseManifestLine(line string) (ManifestEntry, error) {
+	f := strings.Split(line, "\t")
+	if len(f) != 4 {
+		return ManifestEntry{}, fmt.Errorf("want 4 tab-separated fields (sample, path, offset, length), got %d", len(f))
+	}
+	sample, err := unescapeField(f[0])
+	if err != nil {
+		return ManifestEntry{}, fmt.Errorf("sample: %w", err)
+	}
+	if sample == "" {
+		return ManifestEntry{}, errors.New("empty sample path")
+	}
+	ext, err := parseExtentFields(f[1], f[2], f[3])
+	if err != nil {
+		return ManifestEntry{}, fmt.Errorf("sample %q: %w", sample, err)
+	}
+	return ManifestEntry{Sample: sample, Extent: ext}, nil
+}
+
+// ReadManifestFile parses the manifest at path and resolves relative cache
+// file paths against the manifest's directory.
+func ReadManifestFile(path string) ([]ManifestEntry, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	entries, err := ParseManifest(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	dir := filepath.Dir(path)
+	for i := range entries {
+		if !filepath.IsAbs(entries[i].Path) {
+			entries[i].Path = filepath.Join(dir, entries[i].Path)
+		}
+	}
+	return entries, nil
+}
+
+// Extents returns the entries' extents, in order.
+func Extents(entries []ManifestEntry) []Extent {
+	out := make([]Extent, len(entries))
+	for i, e := range entries {
+		out[i] = e.Extent
+	}
+	return out
+}
