@@ -118,6 +118,7 @@ var cuFileLibs struct {
 
 // loadCuFile loads and binds libcufile. Every required symbol is checked
 // before any is registered, so a library missing one returns *SymbolError.
+// Successful loads are kept for the life of the process.
 func loadCuFile(name string) (*cuFileLib, error) {
 	cuFileLibs.mu.Lock()
 	defer cuFileLibs.mu.Unlock()

@@ -81,34 +81,43 @@ func openLibrary(name string) (*library, error) {
 	return &library{name: name, handle: h}, nil
 }
 
-// bind looks every symbol up with dlsym before registering it, so a
-// missing function is a *SymbolError instead of purego's panic. Optional
-// symbols that are missing leave their func nil.
+// bind looks every symbol up with dlsym first and registers them only when
+// all required ones are present, so a missing function is a *SymbolError
+// (never purego's panic) and nothing is half-bound. Optional symbols that
+// are missing leave their func nil.
 func (l *library) bind(syms []symbol) error {
-	for _, s := range syms {
-		var addr uintptr
+	addrs := make([]uintptr, len(syms))
+	for i, s := range syms {
 		var lastErr error
 		for _, n := range s.names {
 			a, err := purego.Dlsym(l.handle, n)
 			if err == nil && a != 0 {
-				addr = a
+				addrs[i] = a
 				break
 			}
 			lastErr = err
 		}
-		if addr == 0 {
-			if s.optional {
-				continue
+		if addrs[i] != 0 {
+			if l.file == "" {
+				l.file = mappedFile(addrs[i])
 			}
-			if lastErr == nil {
-				lastErr = fmt.Errorf("dlsym returned NULL")
-			}
-			return &SymbolError{Lib: l.name, File: l.file, Symbol: strings.Join(s.names, " or "), Err: lastErr}
+			continue
+		}
+		if s.optional {
+			continue
+		}
+		if lastErr == nil {
+			lastErr = fmt.Errorf("dlsym returned NULL")
 		}
 		if l.file == "" {
-			l.file = mappedFile(addr)
+			l.file = l.name
 		}
-		purego.RegisterFunc(s.fptr, addr)
+		return &SymbolError{Lib: l.name, File: l.file, Symbol: strings.Join(s.names, " or "), Err: lastErr}
+	}
+	for i, s := range syms {
+		if addrs[i] != 0 {
+			purego.RegisterFunc(s.fptr, addrs[i])
+		}
 	}
 	return nil
 }
