@@ -443,6 +443,11 @@ type Result struct {
 }
 
 // ReadExtent reads ext into the start of dst.
+//
+// A cache file can be evicted between the producer's Locate and this read:
+// the error then satisfies errors.Is(err, fs.ErrNotExist), and the caller
+// should treat the sample as a cache miss (read it through the mount). A
+// file shorter than the extent is io.ErrUnexpectedEOF.
 func (r *Reader) ReadExtent(ctx context.Context, ext Extent, dst DeviceBuffer) (Result, error) {
 	return r.ReadExtentAt(ctx, ext, dst, 0)
 }
@@ -502,7 +507,8 @@ func (r *Reader) BatchLayout(exts []Extent) (offsets []int64, size int64) {
 // ReadBatch reads a batch of extents (typically the samples of one shard's
 // batch) into one destination, extent i at BatchLayout's offsets[i], with
 // up to Options.Parallelism reads in flight. Each cache file is opened and
-// registered with cuFile once per batch. The first error stops the batch.
+// registered with cuFile once per batch. The first error stops the batch
+// and is returned wrapped with the extent's index (errors as ReadExtent's).
 func (r *Reader) ReadBatch(ctx context.Context, exts []Extent, dst DeviceBuffer) (BatchResult, error) {
 	if err := r.acquire(); err != nil {
 		return BatchResult{}, err

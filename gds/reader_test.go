@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"syscall"
 	"testing"
@@ -524,8 +525,15 @@ func TestShortFile(t *testing.T) {
 	}
 	r := newReader(t, f.opts(ModeGDS))
 	_, err := r.ReadExtent(context.Background(), Extent{Path: p + ".missing", Length: 1}, alloc(t, r, 1))
-	if !errors.Is(err, syscall.ENOENT) {
+	if !errors.Is(err, syscall.ENOENT) || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
+	}
+	// In a batch: the evicted file is named with the extent's index.
+	exts := []Extent{{Path: p, Length: 10}, {Path: p + ".evicted", Offset: Alignment, Length: 10}}
+	_, size := r.BatchLayout(exts)
+	_, err = r.ReadBatch(context.Background(), exts, alloc(t, r, size))
+	if !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "extent 1 ("+p+".evicted@4096+10): ") {
+		t.Errorf("evicted file in a batch: %v", err)
 	}
 }
 
