@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime"
 	"strings"
@@ -148,6 +149,15 @@ type Reader struct {
 
 	amu    sync.Mutex
 	allocs map[*DeviceMem]struct{} // guarded by amu: live allocations, freed by Close
+
+	warned sync.Map // kind of fallback -> true: each is logged once per reader
+}
+
+// warnOnce logs a per-file fallback the first time it happens.
+func (r *Reader) warnOnce(kind, msg string, args ...any) {
+	if _, dup := r.warned.LoadOrStore(kind, true); !dup {
+		slog.Warn(msg, args...)
+	}
 }
 
 // NewReader loads what the machine has and picks a path (see Mode). In
@@ -623,6 +633,9 @@ func (s *fileSet) open(c *cacheFile, name string) error {
 		f.Close()
 		return err
 	}
+	if !direct && !s.r.opts.NoDirect {
+		s.r.warnOnce("nodirect", "gds: the filesystem refuses O_DIRECT; cuFile reads its files without it", "file", name)
+	}
 	fh, err := s.r.cf.registerFD(int(f.Fd()), name)
 	unbind()
 	if err == nil {
@@ -636,6 +649,7 @@ func (s *fileSet) open(c *cacheFile, name string) error {
 	}
 	// GDS cannot serve this file (its filesystem, its open flags): serve
 	// it by the compat path, which the result reports.
+	s.r.warnOnce("filefallback", "gds: cuFile cannot read a cache file; reading such files through host memory", "file", name, "err", err)
 	c.path = PathCompat
 	c.f, _, err = openRead(name, false)
 	return err

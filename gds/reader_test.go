@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -204,6 +205,30 @@ func TestNoDirectOption(t *testing.T) {
 	res, err := r.ReadExtent(context.Background(), Extent{Path: p, Length: Alignment}, buf)
 	if err != nil || res.Direct {
 		t.Fatalf("%+v %v", res, err)
+	}
+	if c := f.calls("register"); len(c) != 1 || c[0].fields["direct"] != "0" {
+		t.Errorf("register calls %v", c)
+	}
+}
+
+// TestODirectRefused: procfs refuses O_DIRECT (EINVAL), so the file is
+// registered without it, the result says so, and the bytes are right.
+func TestODirectRefused(t *testing.T) {
+	f := fakes(t)
+	r := newReader(t, f.opts(ModeGDS))
+	want, err := os.ReadFile("/proc/version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ext := Extent{Path: "/proc/version", Length: int64(len(want))}
+	buf := alloc(t, r, ext.Length)
+	res, err := r.ReadExtent(context.Background(), ext, buf)
+	if err != nil || res.Direct || res.Path != PathGDS {
+		t.Fatalf("%+v %v", res, err)
+	}
+	got := make([]byte, ext.Length)
+	if err := r.CopyToHost(got, buf, 0); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("bytes differ (%v)", err)
 	}
 	if c := f.calls("register"); len(c) != 1 || c[0].fields["direct"] != "0" {
 		t.Errorf("register calls %v", c)
