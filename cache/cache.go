@@ -122,8 +122,8 @@ func (o *Options) fill() error {
 type Cache struct {
 	opts    Options
 	log     *slog.Logger
-	mem     *memTier   // nil: no memory tier
-	disk    *diskTier  // nil: no disk tier
+	mem     *memTier  // nil: no memory tier
+	disk    *diskTier // nil: no disk tier
 	ctr     *counters
 	flights flightGroup
 

@@ -308,7 +308,7 @@ func TestFreeSpaceFloor(t *testing.T) {
 	c = open(t, Options{Dir: dir, DiskBytes: 1 << 30, diskSpace: space})
 	var src source
 	src.sizes = func(Key) int { return 60 << 10 } // 64 KiB + 4 KiB header per entry
-	for i := range 40 {                          // 40 × 68 KiB = 2.7 MiB > the 1 MiB the floor leaves
+	for i := range 40 {                           // 40 × 68 KiB = 2.7 MiB > the 1 MiB the floor leaves
 		k := key(i)
 		mustGet(t, c, k, src.fetch(k), payload(k, 60<<10))
 		_, cached := c.disk.usage()

@@ -20,8 +20,8 @@ import (
 // the patterns below, and the cache never deletes any other file.
 const (
 	subdirName  = "deltafs-cache-v1"
-	entrySuffix = ".dfc"     // <64 hex>.dfc inside shard <first 2 hex>/
-	tempPrefix  = "tmp."     // tmp.<pid>.<16 hex>: a write in progress (or of a dead writer)
+	entrySuffix = ".dfc"      // <64 hex>.dfc inside shard <first 2 hex>/
+	tempPrefix  = "tmp."      // tmp.<pid>.<16 hex>: a write in progress (or of a dead writer)
 	metaName    = "meta.json" // informational: the last opener's budget, for `deltafs cache stats`
 )
 
@@ -322,6 +322,11 @@ func (d *diskTier) writeFile(r ref, payload []byte, now time.Time) (err error) {
 		return err
 	}
 	if err = f.Close(); err != nil {
+		return err
+	}
+	// The file's mtime is the entry's recency for the next scan; make it the
+	// same clock reading the index uses.
+	if err = os.Chtimes(tmp, now, now); err != nil {
 		return err
 	}
 	return os.Rename(tmp, d.path(r.name))

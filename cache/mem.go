@@ -18,7 +18,7 @@ import (
 // The front LRU makes "just stored" a guaranteed hit for the most recent
 // FrontBytes, while ristretto keeps the frequency-aware, scan-resistant bulk.
 type memTier struct {
-	front *frontLRU                         // nil when FrontBytes < 0
+	front *frontLRU                        // nil when FrontBytes < 0
 	rc    *ristretto.Cache[string, []byte] // nil when nothing is left for it
 	ctr   *counters
 }
