@@ -473,7 +473,7 @@ func (r *Reader) ReadExtentAt(ctx context.Context, ext Extent, dst DeviceBuffer,
 		return Result{}, err
 	}
 	defer fs.close()
-	return r.readOne(ctx, fs, ext, dst, off)
+	return r.readOne(ctx, fs, ext, dst, off, false)
 }
 
 // BatchResult reports a ReadBatch.
@@ -509,9 +509,11 @@ func (b BatchResult) Count(p Path) int {
 }
 
 // BatchLayout returns where ReadBatch would put each extent in its
-// destination and the destination size it needs.
+// destination and the destination size it needs (rounded up to
+// Options.BatchAlign, room for the last sample's padded read).
 func (r *Reader) BatchLayout(exts []Extent) (offsets []int64, size int64) {
-	return PackOffsets(exts, r.opts.BatchAlign)
+	offsets, size = PackOffsets(exts, r.opts.BatchAlign)
+	return offsets, roundUp(size, r.opts.BatchAlign)
 }
 
 // ReadBatch reads a batch of extents (typically the samples of one shard's
@@ -519,6 +521,14 @@ func (r *Reader) BatchLayout(exts []Extent) (offsets []int64, size int64) {
 // up to Options.Parallelism reads in flight. Each cache file is opened and
 // registered with cuFile once per batch. The first error stops the batch
 // and is returned wrapped with the extent's index (errors as ReadExtent's).
+//
+// On the GDS path, with BatchAlign a multiple of 4 KiB, an extent at a
+// 4 KiB-aligned file offset is read rounded up to whole 4 KiB blocks, into
+// the gap before the next sample's offset: file offset, size and buffer
+// offset are then all aligned and cuFile can DMA without a bounce buffer.
+// deltafs's cache files are padded to 4 KiB, so the extra bytes exist; a
+// file that ends sooner just yields a shorter read. Destination bytes
+// between a sample's end and the next offset are unspecified.
 func (r *Reader) ReadBatch(ctx context.Context, exts []Extent, dst DeviceBuffer) (BatchResult, error) {
 	if err := r.acquire(); err != nil {
 		return BatchResult{}, err
@@ -535,6 +545,7 @@ func (r *Reader) ReadBatch(ctx context.Context, exts []Extent, dst DeviceBuffer)
 	}
 	defer fs.close()
 
+	pad := r.opts.BatchAlign%Alignment == 0
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -553,7 +564,7 @@ func (r *Reader) ReadBatch(ctx context.Context, exts []Extent, dst DeviceBuffer)
 				if i >= len(exts) || ctx.Err() != nil {
 					return
 				}
-				rr, err := r.readOne(ctx, fs, exts[i], dst, offsets[i])
+				rr, err := r.readOne(ctx, fs, exts[i], dst, offsets[i], pad)
 				res.Results[i] = rr
 				if err != nil {
 					errOnce.Do(func() { firstErr = fmt.Errorf("extent %d (%s): %w", i, exts[i], err) })
@@ -679,7 +690,9 @@ func (s *fileSet) close() {
 	}
 }
 
-func (r *Reader) readOne(ctx context.Context, fs *fileSet, ext Extent, dst DeviceBuffer, off int64) (Result, error) {
+// readOne reads ext into dst at off. pad allows a GDS read rounded up to
+// whole 4 KiB blocks when that stays inside dst (see ReadBatch).
+func (r *Reader) readOne(ctx context.Context, fs *fileSet, ext Extent, dst DeviceBuffer, off int64, pad bool) (Result, error) {
 	res := Result{Path: fs.path}
 	if err := ext.Validate(); err != nil {
 		return res, err
@@ -704,7 +717,11 @@ func (r *Reader) readOne(ctx context.Context, fs *fileSet, ext Extent, dst Devic
 	case PathCompat:
 		err = r.readCompat(ctx, c.f, ext, dst.DevicePtr()+uintptr(off))
 	default:
-		err = r.readGDS(ctx, c, ext, dst.DevicePtr(), off)
+		span := ext.Length
+		if p := roundUp(ext.Length, Alignment); pad && ext.Aligned() && off%Alignment == 0 && p <= dst.Len()-off {
+			span = p
+		}
+		err = r.readGDS(ctx, c, ext, span, dst.DevicePtr(), off)
 	}
 	if err == nil {
 		res.Bytes = ext.Length
@@ -770,8 +787,9 @@ func (r *Reader) readCompat(ctx context.Context, f *os.File, ext Extent, dev uin
 
 // readGDS reads with cuFileRead into the buffer at base, at buffer offset
 // off: the base is what cuFileBufRegister registered, so cuFile finds the
-// registration.
-func (r *Reader) readGDS(ctx context.Context, c *cacheFile, ext Extent, base uintptr, off int64) error {
+// registration. It asks for span >= ext.Length bytes (see ReadBatch) and
+// needs ext.Length of them.
+func (r *Reader) readGDS(ctx context.Context, c *cacheFile, ext Extent, span int64, base uintptr, off int64) error {
 	unbind, err := r.bind()
 	if err != nil {
 		return err
@@ -781,7 +799,7 @@ func (r *Reader) readGDS(ctx context.Context, c *cacheFile, ext Extent, base uin
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		k := min(ext.Length-done, readChunk)
+		k := min(span-done, readChunk)
 		n, err := r.cf.readAt(c.fh, base, k, ext.Offset+done, off+done, ext.Path)
 		if err != nil {
 			return err

@@ -35,8 +35,8 @@ func alloc(t testing.TB, r *Reader, n int64) DeviceBuffer {
 // TestGDSBatchBinding reads 300 samples from 3 cache files with the GDS
 // path and checks the bytes and every cuFile call: each file registered
 // once (O_DIRECT) and deregistered, each sample read with its file's handle
-// at its file offset and size, into the registered buffer at its packed
-// offset.
+// at its file offset and size rounded up to 4 KiB, into the registered
+// buffer at its packed offset.
 func TestGDSBatchBinding(t *testing.T) {
 	f := fakes(t)
 	r := newReader(t, f.opts(ModeAuto))
@@ -126,8 +126,9 @@ func TestGDSBatchBinding(t *testing.T) {
 		if !ok {
 			t.Fatalf("sample %d (%s): no cuFileRead with its handle, file offset %d and buffer offset %d", i, e, e.Offset, res.Offsets[i])
 		}
-		if c.int("size") != e.Length || c.int("base") != int64(buf.DevicePtr()) || c.fields["path"] != e.Path {
-			t.Errorf("sample %d: read %v, want size %d base %#x", i, c.fields, e.Length, buf.DevicePtr())
+		// Aligned file offset and buffer offset: read whole 4 KiB blocks.
+		if c.int("size") != roundUp(e.Length, Alignment) || c.int("base") != int64(buf.DevicePtr()) || c.fields["path"] != e.Path {
+			t.Errorf("sample %d: read %v, want size %d base %#x", i, c.fields, roundUp(e.Length, Alignment), buf.DevicePtr())
 		}
 	}
 	if n := f.cudaStat("nocontext"); n != 0 {
@@ -532,6 +533,15 @@ func TestPackedBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.check(t, r, buf, res.Offsets)
+	reads := map[int64]int64{} // boff -> size
+	for _, c := range f.calls("read") {
+		reads[c.int("boff")] = c.int("size")
+	}
+	for i, e := range l.exts { // packed: exact sizes
+		if reads[offsets[i]] != e.Length {
+			t.Errorf("sample %d: read %d bytes, want %d", i, reads[offsets[i]], e.Length)
+		}
+	}
 	if _, err := r.ReadBatch(context.Background(), l.exts, DevicePointer(buf.DevicePtr(), size-1)); err == nil {
 		t.Error("too small a destination accepted")
 	}
