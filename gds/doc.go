@@ -41,7 +41,9 @@
 //
 //   - PathGDS: cuFileRead from a cache file opened with O_DIRECT (plain
 //     open when the filesystem refuses O_DIRECT, reported as Direct=false)
-//     into device memory registered with cuFileBufRegister.
+//     into device memory registered with cuFileBufRegister. In a batch,
+//     samples sit at 4 KiB-aligned buffer offsets and aligned extents are
+//     read in whole 4 KiB blocks, so every DMA is aligned.
 //   - PathCompat: pread into a host staging buffer, then cuMemcpyHtoD. Used
 //     when there is a GPU but libcufile is missing, its driver fails to
 //     open, or it reports compatibility mode (nvidia-fs version 0.0: cuFile
