@@ -1,5 +1,10 @@
 # deltafs: the two set-up commands are `make demo` and `make test`.
 GO       ?= go
+# Release builds use cgo so NVML GPU detection works (gds/); cuFile itself is
+# loaded at run time through purego either way. go-nvml's vendored header
+# warns about deprecations on every build: silence that.
+export CGO_ENABLED ?= 1
+export CGO_CFLAGS  ?= -O2 -g -Wno-deprecated-declarations
 BIN      := bin/deltafs
 PKGS     := ./...
 # Short fuzz runs in `make test`; `make fuzz FUZZTIME=5m` for longer.
@@ -7,7 +12,8 @@ FUZZTIME ?= 10s
 # Each line: package and fuzz target.
 FUZZ_TARGETS := \
 	./snapshot FuzzParseCommit \
-	./snapshot FuzzDecodeDeletionVector
+	./snapshot FuzzDecodeDeletionVector \
+	./gds FuzzParseManifest
 
 .PHONY: all build test unit fuzz vet demo bench deps clean
 
