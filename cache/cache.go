@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -187,12 +188,17 @@ func (c *Cache) Get(ctx context.Context, key Key, fetch FetchFunc) ([]byte, erro
 	if c.closed.Load() {
 		return nil, ErrClosed
 	}
-	r, err := key.ref()
+	var scratch [256]byte
+	text, sum, err := key.digest(scratch[:])
 	if err != nil {
 		return nil, err
 	}
+	if v, ok := c.memGet(sum); ok {
+		return v, nil
+	}
 	start := time.Now()
-	if v, ok := c.lookup(r); ok {
+	r := makeRef(text, sum)
+	if v, ok := c.diskGet(r, start); ok {
 		return v, nil
 	}
 	v, started, err := c.flights.do(ctx, r.sum, func(fctx context.Context) ([]byte, error) {
@@ -208,26 +214,41 @@ func (c *Cache) Get(ctx context.Context, key Key, fetch FetchFunc) ([]byte, erro
 	return v, nil
 }
 
-// lookup tries memory, then disk, counting and timing hits.
-func (c *Cache) lookup(r ref) ([]byte, bool) {
-	start := time.Now()
-	if c.mem != nil {
-		if v, ok := c.mem.get(r.sum); ok {
-			c.ctr.memHits.Add(1)
+// memGet looks in the memory tier, counting a hit and timing one lookup in
+// memSampleEvery (reading the clock costs a third of a hit).
+func (c *Cache) memGet(sum [sha256.Size]byte) ([]byte, bool) {
+	if c.mem == nil {
+		return nil, false
+	}
+	var start time.Time
+	timed := c.ctr.memLookups.Add(1)%memSampleEvery == 0
+	if timed {
+		start = time.Now()
+	}
+	if v, ok := c.mem.get(string(sum[:])); ok {
+		c.ctr.memHits.Add(1)
+		if timed {
 			c.ctr.latMem.observe(time.Since(start))
-			return v, true
 		}
-		c.ctr.memMisses.Add(1)
+		return v, true
 	}
-	if c.disk != nil {
-		if v, ok := c.disk.get(r); ok {
-			c.ctr.diskHits.Add(1)
-			c.mem.set(r.sum, v)
-			c.ctr.latDisk.observe(time.Since(start))
-			return v, true
-		}
-		c.ctr.diskMisses.Add(1)
+	c.ctr.memMisses.Add(1)
+	return nil, false
+}
+
+// diskGet looks in the disk tier, counting and timing a hit, and offers a
+// hit to the memory tier.
+func (c *Cache) diskGet(r ref, start time.Time) ([]byte, bool) {
+	if c.disk == nil {
+		return nil, false
 	}
+	if v, ok := c.disk.get(r); ok {
+		c.ctr.diskHits.Add(1)
+		c.mem.set(r.sum, v)
+		c.ctr.latDisk.observe(time.Since(start))
+		return v, true
+	}
+	c.ctr.diskMisses.Add(1)
 	return nil, false
 }
 
@@ -278,11 +299,15 @@ func (c *Cache) Peek(key Key) ([]byte, bool) {
 	if c.closed.Load() {
 		return nil, false
 	}
-	r, err := key.ref()
+	var scratch [256]byte
+	text, sum, err := key.digest(scratch[:])
 	if err != nil {
 		return nil, false
 	}
-	return c.lookup(r)
+	if v, ok := c.memGet(sum); ok {
+		return v, true
+	}
+	return c.diskGet(makeRef(text, sum), time.Now())
 }
 
 // Locate returns where key's payload lies on disk: length n bytes starting

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"strconv"
-	"strings"
 )
 
 // Key names one cached unit by content identity. Two keys are the same entry
@@ -34,24 +33,25 @@ var errEmptyKind = errors.New("cache: key has no Kind")
 
 // String is the key's canonical text. It is stored inside every disk entry
 // and compared on read, so a hash collision can never return another key's
-// bytes. Each field is Go-quoted, which makes the text unambiguous whatever
-// bytes the fields contain.
-func (k Key) String() string {
-	var b strings.Builder
-	b.Grow(16 + len(k.Kind) + len(k.Table) + len(k.File) + len(k.Version) + len(k.Column) + len(k.Unit) + 64)
-	b.WriteString("kind=")
-	b.WriteString(strconv.Quote(k.Kind))
-	b.WriteString(" table=")
-	b.WriteString(strconv.Quote(k.Table))
-	b.WriteString(" file=")
-	b.WriteString(strconv.Quote(k.File))
-	b.WriteString(" version=")
-	b.WriteString(strconv.Quote(k.Version))
-	b.WriteString(" column=")
-	b.WriteString(strconv.Quote(k.Column))
-	b.WriteString(" unit=")
-	b.WriteString(strconv.Quote(k.Unit))
-	return b.String()
+// bytes. Each field is written as name=<byte length>:<bytes>, which keeps the
+// text readable in logs and unambiguous whatever bytes the fields contain:
+//
+//	kind=4:page table=14:s3://bucket/t file=12:part-0.parquet version=6:123456 column=8:features unit=1:7
+func (k Key) String() string { return string(k.appendText(nil)) }
+
+func (k Key) appendText(b []byte) []byte {
+	field := func(b []byte, name, v string) []byte {
+		b = append(b, name...)
+		b = strconv.AppendInt(b, int64(len(v)), 10)
+		b = append(b, ':')
+		return append(b, v...)
+	}
+	b = field(b, "kind=", k.Kind)
+	b = field(b, " table=", k.Table)
+	b = field(b, " file=", k.File)
+	b = field(b, " version=", k.Version)
+	b = field(b, " column=", k.Column)
+	return field(b, " unit=", k.Unit)
 }
 
 // ref is a key prepared for lookups: its text, the sha256 of the text (the
@@ -62,14 +62,29 @@ type ref struct {
 	name string // hex sha256, 64 characters: the entry's file name without suffix
 }
 
-func (k Key) ref() (ref, error) {
+// digest is the first step of a lookup, cheap enough for a memory hit: the
+// key's text in scratch (no allocation for keys up to its size) and its
+// sha256.
+func (k Key) digest(scratch []byte) (text []byte, sum [sha256.Size]byte, err error) {
 	if k.Kind == "" {
-		return ref{}, errEmptyKind
+		return nil, sum, errEmptyKind
 	}
-	text := k.String()
+	text = k.appendText(scratch[:0])
 	if len(text) > maxKeyText {
-		return ref{}, errors.New("cache: key text longer than 60 KiB")
+		return nil, sum, errors.New("cache: key text longer than 60 KiB")
 	}
-	sum := sha256.Sum256([]byte(text))
-	return ref{text: text, sum: string(sum[:]), name: hex.EncodeToString(sum[:])}, nil
+	return text, sha256.Sum256(text), nil
+}
+
+func makeRef(text []byte, sum [sha256.Size]byte) ref {
+	return ref{text: string(text), sum: string(sum[:]), name: hex.EncodeToString(sum[:])}
+}
+
+func (k Key) ref() (ref, error) {
+	var scratch [256]byte
+	text, sum, err := k.digest(scratch[:])
+	if err != nil {
+		return ref{}, err
+	}
+	return makeRef(text, sum), nil
 }

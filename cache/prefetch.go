@@ -22,11 +22,12 @@ func (c *Cache) Prefetch(key Key, size int64, fetch FetchFunc) bool {
 	if c.prefetchQ == nil || c.closed.Load() {
 		return false
 	}
-	r, err := key.ref()
+	var scratch [256]byte
+	_, sum, err := key.digest(scratch[:])
 	if err != nil {
 		return false
 	}
-	if _, ok := c.mem.get(r.sum); ok {
+	if _, ok := c.mem.get(string(sum[:])); ok {
 		return false
 	}
 	if size <= 0 {

@@ -12,6 +12,7 @@ import (
 // counters are the cache's event counts, updated with atomics from any
 // goroutine; Stats takes a snapshot.
 type counters struct {
+	memLookups                                 atomic.Uint64 // for sampling memory-hit latency
 	memHits, memMisses, diskHits, diskMisses   atomic.Uint64
 	fetches, fetchErrors, fetchedBytes, shared atomic.Uint64
 	memEvictions, frontEvictions               atomic.Uint64
@@ -53,7 +54,8 @@ type Stats struct {
 	PrefetchQueued, PrefetchDropped uint64
 
 	// Latency of Get by where the bytes came from. Fetch includes waiting
-	// for a fetch another Get started.
+	// for a fetch another Get started. Memory hits are sampled: one lookup
+	// in memSampleEvery (8) is timed.
 	MemLatency, DiskLatency, FetchLatency Latency
 }
 
@@ -71,6 +73,9 @@ type histogram struct {
 }
 
 const histBuckets = 64
+
+// memSampleEvery: one memory lookup in this many is timed.
+const memSampleEvery = 8
 
 // histBounds[i] is bucket i's inclusive upper bound in ns; the last bucket
 // also takes everything beyond (about 194 s).
