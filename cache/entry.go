@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"sync"
 
@@ -89,46 +88,49 @@ type header struct {
 	keyText []byte // aliases the read buffer; valid until the buffer is reused
 }
 
-// hdrPool recycles 4 KiB header read buffers. They never escape readEntry:
-// the payload is always a fresh allocation the caller may keep.
-var hdrPool = sync.Pool{New: func() any { b := make([]byte, blockSize); return &b }}
+// smallEntry: entry files up to this size are read with one pread into a
+// pooled buffer and the payload copied out; larger ones read the header
+// block, then the payload straight into its own slice.
+const smallEntry = 32 << 10
+
+// readPool recycles read buffers of smallEntry bytes. They never escape
+// readEntry: the payload is always a fresh allocation the caller may keep.
+var readPool = sync.Pool{New: func() any { b := make([]byte, smallEntry); return &b }}
 
 // readEntry opens the entry file at path, verifies it completely (magic,
 // header checksum, key text, exact file size, payload checksum) and returns
-// its payload and header length. Errors: os.ErrNotExist-wrapping when the
-// file is gone, *corruptError when it is invalid, errKeyMismatch when it
-// belongs to another key, anything else for I/O failures.
+// its payload, header length and file size. Errors: fs.ErrNotExist-wrapping
+// when the file is gone, *corruptError when it is invalid, errKeyMismatch
+// when it belongs to another key, anything else for I/O failures.
 func readEntry(path, keyText string) (payload []byte, hdrLen int64, size int64, err error) {
-	f, err := os.Open(path)
+	f, err := openRead(path)
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
+	defer f.close()
+	if size, err = f.size(); err != nil {
 		return nil, 0, 0, err
 	}
-	size = fi.Size()
 	if size < blockSize {
 		return nil, 0, size, corrupt("%d bytes, shorter than one header block", size)
 	}
-	bp := hdrPool.Get().(*[]byte)
-	defer hdrPool.Put(bp)
-	buf := *bp
-	if _, err := f.ReadAt(buf, 0); err != nil {
+	bp := readPool.Get().(*[]byte)
+	defer readPool.Put(bp)
+	buf := (*bp)[:min(size, smallEntry)]
+	if err := f.readAt(buf, 0); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, 0, size, corrupt("truncated header")
+			return nil, 0, size, corrupt("truncated while reading")
 		}
 		return nil, 0, size, err
 	}
 	h, err := parseHeader(buf)
 	if err == errLongHeader {
-		// Key text longer than one block: read the whole header.
+		// Key text longer than the buffer: read the whole header.
 		long := make([]byte, binary.LittleEndian.Uint32(buf[12:]))
 		if int64(len(long)) > size {
 			return nil, 0, size, corrupt("header length %d beyond file size %d", len(long), size)
 		}
-		if _, err := f.ReadAt(long, 0); err != nil {
+		if err := f.readAt(long, 0); err != nil {
 			return nil, 0, size, fmt.Errorf("read header: %w", err)
 		}
 		h, err = parseHeader(long)
@@ -143,7 +145,9 @@ func readEntry(path, keyText string) (payload []byte, hdrLen int64, size int64, 
 		return nil, 0, size, corrupt("file is %d bytes, header says %d", size, want)
 	}
 	payload = make([]byte, h.n)
-	if _, err := f.ReadAt(payload, h.hdrLen); err != nil {
+	if end := h.hdrLen + h.n; end <= int64(len(buf)) {
+		copy(payload, buf[h.hdrLen:end])
+	} else if err := f.readAt(payload, h.hdrLen); err != nil {
 		if errors.Is(err, io.EOF) {
 			return nil, 0, size, corrupt("truncated payload")
 		}

@@ -4,6 +4,8 @@ package cache
 
 import (
 	"errors"
+	"io"
+	"io/fs"
 	"syscall"
 )
 
@@ -26,3 +28,44 @@ func pidAlive(pid int) bool {
 	err := syscall.Kill(pid, 0)
 	return err == nil || errors.Is(err, syscall.EPERM)
 }
+
+// rfile is a read-only file descriptor used on the disk-hit path. Raw
+// system calls instead of *os.File save the poller registration attempt and
+// the finalizer: about a quarter of a small disk hit.
+type rfile int
+
+func openRead(path string) (rfile, error) {
+	fd, err := syscall.Open(path, syscall.O_RDONLY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	return rfile(fd), nil
+}
+
+func (f rfile) size() (int64, error) {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f), &st); err != nil {
+		return 0, err
+	}
+	return st.Size, nil
+}
+
+// readAt fills b from off; a short read means end of file (io.EOF).
+func (f rfile) readAt(b []byte, off int64) error {
+	for len(b) > 0 {
+		n, err := syscall.Pread(int(f), b, off)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return io.EOF
+		}
+		b, off = b[n:], off+int64(n)
+	}
+	return nil
+}
+
+func (f rfile) close() { syscall.Close(int(f)) }

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package cache
+
+import "testing"
+
+func checkODirect(t *testing.T, path string, off int64, want []byte) {}
