@@ -75,8 +75,15 @@ func DiskUsage(dir string) (Usage, error) {
 	}
 	u := Usage{Root: root}
 	if _, err := os.Stat(root); errors.Is(err, fs.ErrNotExist) {
-		if avail, total, err := diskSpace(filepath.Dir(root)); err == nil {
-			u.FreeBytes, u.TotalBytes = avail, total
+		// Report the filesystem the cache would be created on.
+		for p := filepath.Dir(root); ; p = filepath.Dir(p) {
+			if avail, total, err := diskSpace(p); err == nil {
+				u.FreeBytes, u.TotalBytes = avail, total
+				break
+			}
+			if p == filepath.Dir(p) {
+				break
+			}
 		}
 		return u, nil
 	} else if err != nil {
