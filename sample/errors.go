@@ -1,0 +1,38 @@
+package sample
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotExist is returned for names that are not in a version or shard.
+var ErrNotExist = errors.New("no such sample")
+
+// FileError is a data file that could not be read (vacuumed away, corrupt,
+// unreachable): only the samples of that file fail.
+type FileError struct {
+	Version int64
+	Path    string
+	Err     error
+}
+
+func (e *FileError) Error() string {
+	return fmt.Sprintf("version %d: data file %s: %v", e.Version, e.Path, e.Err)
+}
+
+func (e *FileError) Unwrap() error { return e.Err }
+
+// SampleError is one sample that cannot be produced, for example raw pixels
+// of the wrong length: the sample fails, never a wrong image.
+type SampleError struct {
+	Version int64
+	Path    string
+	Row     int64
+	Err     error
+}
+
+func (e *SampleError) Error() string {
+	return fmt.Sprintf("version %d: data file %s row %d: %v", e.Version, e.Path, e.Row, e.Err)
+}
+
+func (e *SampleError) Unwrap() error { return e.Err }

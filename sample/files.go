@@ -1,0 +1,245 @@
+package sample
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"unsafe"
+
+	"github.com/deltafs/deltafs/snapshot"
+)
+
+// fileSamples is the sample metadata of one data file under one resolved
+// spec: its live rows, their ids, classes, sizes and extensions. It depends
+// only on (file path, deletion vector, spec identity) — and, for JSON
+// samples, the schema — so versions sharing a file share it.
+type fileSamples struct {
+	n       int
+	rows    []int64    // physical row index of each live row, ascending
+	stems   []string   // escaped, length-bounded ids
+	class   []int32    // index into classes; nil without a class column
+	classes []classVal // distinct class values
+	sizes   []int64    // per sample; nil when the mode fixes the size
+	exts    []uint8    // index into extTab; nil when the mode fixes the extension
+	extTab  []string
+	jsonKey CacheKey // modeJSON: the rendered rows of the file
+	err     error    // non-nil: the file could not be read; its samples fail
+	mem     int64    // estimated bytes held
+}
+
+// classVal is one class value before padding.
+type classVal struct {
+	s    string
+	null bool
+}
+
+func (fs *fileSamples) ext(r *resolved, i int) string {
+	if fs.exts == nil {
+		return r.ext
+	}
+	return fs.extTab[fs.exts[i]]
+}
+
+// fileKey is the memo key of a file's sample metadata.
+func fileKey(f *snapshot.AddFile, r *resolved, schemaID string) string {
+	k := f.Path + "\x00" + f.DeletionVector.UniqueID() + "\x00" + r.key
+	if r.mode == modeJSON {
+		k += "\x00" + schemaID
+	}
+	return k
+}
+
+// fileSamples returns file i's sample metadata, building it on first use.
+// A file that cannot be read gives metadata with err set and n rows named
+// by derived ids, so its samples are listed and fail when read.
+func (v *Version) fileSamples(ctx context.Context, r *resolved, l *layout, i int) *fileSamples {
+	f := l.files[i]
+	want := int(l.cum[i+1] - l.cum[i])
+	key := fileKey(f, r, v.schemaID())
+	fs, err := v.s.files.get(key, func() (*fileSamples, error) {
+		fs, err := v.buildFile(ctx, r, f, l.refs[i])
+		if err != nil {
+			return nil, err
+		}
+		if fs.n != want {
+			return nil, fmt.Errorf("the log says %d live rows, the file has %d", want, fs.n)
+		}
+		v.s.ctr.FilesIndexed.Add(1)
+		v.s.ctr.SamplesIndexed.Add(int64(fs.n))
+		v.s.ctr.IndexBytes.Add(fs.mem)
+		return fs, nil
+	})
+	if err != nil {
+		ferr := &FileError{Version: v.snap.Version, Path: f.Path, Err: err}
+		if ctx.Err() == nil {
+			v.s.log.Error("data file unreadable: its samples fail with EIO", "version", v.snap.Version, "file", f.Path, "samples", want, "err", err)
+		}
+		return brokenFile(f, r, want, ferr)
+	}
+	return fs
+}
+
+func brokenFile(f *snapshot.AddFile, r *resolved, n int, err error) *fileSamples {
+	fs := &fileSamples{n: n, err: err, rows: make([]int64, n), stems: make([]string, n)}
+	h := pathHash(f.Path)
+	for j := range n {
+		fs.rows[j] = -1
+		fs.stems[j] = derivedID(h, int64(j)) + "~unreadable"
+	}
+	if r.mode == modeBytes {
+		fs.exts, fs.extTab = make([]uint8, n), []string{".bin"}
+	}
+	return fs
+}
+
+// schemaID identifies the schema JSON samples are rendered with.
+func (v *Version) schemaID() string {
+	return strconv.Itoa(len(v.schemaJSON)) + ":" + hashString(string(v.schemaJSON))
+}
+
+func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFile, ref FileRef) (*fileSamples, error) {
+	fs := &fileSamples{}
+	var cols []string
+	idAt, classAt, dataAt, pathAt := -1, -1, -1, -1
+	add := func(c *column) int {
+		if c == nil {
+			return -1
+		}
+		cols = append(cols, c.name)
+		return len(cols) - 1
+	}
+	idAt, classAt = add(r.id), add(r.class)
+	if r.mode == modeBytes {
+		dataAt, pathAt = add(r.data), add(r.path)
+		fs.sizes = []int64{}
+		fs.exts = []uint8{}
+	}
+	classIdx := map[classVal]int32{}
+	extIdx := map[string]uint8{}
+	h := ""
+	if r.id == nil {
+		h = pathHash(f.Path)
+	}
+	visit := func(row int64, vals []any) {
+		fs.rows = append(fs.rows, row)
+		var id string
+		if idAt >= 0 {
+			s, ok := valueString(vals[idAt])
+			if !ok {
+				s = NullName
+			}
+			id = EscapeName(s)
+		} else {
+			id = derivedID(h, row)
+		}
+		fs.stems = append(fs.stems, id)
+		if classAt >= 0 {
+			s, ok := valueString(vals[classAt])
+			cv := classVal{s: s, null: !ok}
+			ci, seen := classIdx[cv]
+			if !seen {
+				ci = int32(len(fs.classes))
+				classIdx[cv] = ci
+				fs.classes = append(fs.classes, cv)
+			}
+			fs.class = append(fs.class, ci)
+		}
+		if dataAt >= 0 {
+			var data []byte
+			switch d := vals[dataAt].(type) {
+			case []byte:
+				data = d
+			case string:
+				data = []byte(d)
+			}
+			fs.sizes = append(fs.sizes, int64(len(data)))
+			ext := sniffExt(data)
+			if ext == "" && pathAt >= 0 {
+				if p, ok := vals[pathAt].(string); ok {
+					ext = pathExt(p)
+				}
+			}
+			if ext == "" {
+				ext = ".bin"
+			}
+			ei, seen := extIdx[ext]
+			if !seen {
+				if len(fs.extTab) == 255 {
+					ext, ei = ".bin", extIdx[".bin"]
+				} else {
+					ei = uint8(len(fs.extTab))
+					extIdx[ext] = ei
+					fs.extTab = append(fs.extTab, ext)
+				}
+			}
+			fs.exts = append(fs.exts, ei)
+		}
+	}
+	if len(cols) > 0 || r.mode != modeJSON {
+		if err := v.s.opts.Rows.Scan(ctx, v.snap, f, cols, visit); err != nil {
+			return nil, err
+		}
+	}
+	if r.mode == modeJSON {
+		fs.jsonKey = CacheKey{Kind: "json", File: f.Path, Version: strconv.FormatInt(f.Size, 10), Column: v.schemaID(), Unit: f.DeletionVector.UniqueID()}
+		blob, rows, err := v.renderJSON(ctx, f)
+		if err != nil {
+			return nil, err
+		}
+		if len(cols) == 0 {
+			for _, row := range rows {
+				visit(row, nil)
+			}
+		} else if len(rows) != len(fs.rows) {
+			return nil, fmt.Errorf("scan gave %d rows, JSON scan %d", len(fs.rows), len(rows))
+		}
+		fs.sizes = make([]int64, len(rows))
+		for j := range rows {
+			fs.sizes[j] = int64(len(blobValue(blob, j)))
+		}
+		// Keep the rendering cached: reads will want it soon.
+		_, _ = v.s.opts.Cache.Get(ctx, fs.jsonKey, func(context.Context) ([]byte, error) { return blob, nil })
+	}
+	fs.n = len(fs.rows)
+	fs.mem = fs.size()
+	return fs, nil
+}
+
+// renderJSON renders the live rows of f, one JSON object and "\n" each,
+// packed as a blob, with their physical row indexes.
+func (v *Version) renderJSON(ctx context.Context, f *snapshot.AddFile) ([]byte, []int64, error) {
+	var vals [][]byte
+	var rows []int64
+	var buf []byte
+	var offs []int
+	err := v.s.opts.Rows.ScanJSON(ctx, v.snap, f, func(row int64, js []byte) {
+		offs = append(offs, len(buf))
+		buf = append(buf, js...)
+		buf = append(buf, '\n')
+		rows = append(rows, row)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	vals = make([][]byte, len(offs))
+	for j, o := range offs {
+		end := len(buf)
+		if j+1 < len(offs) {
+			end = offs[j+1]
+		}
+		vals[j] = buf[o:end]
+	}
+	return packBlob(0, vals, nil), rows, nil
+}
+
+func (fs *fileSamples) size() int64 {
+	n := int64(unsafe.Sizeof(*fs))
+	n += int64(cap(fs.rows))*8 + int64(cap(fs.class))*4 + int64(cap(fs.sizes))*8 + int64(cap(fs.exts))
+	for _, s := range fs.stems {
+		n += 16 + int64(len(s))
+	}
+	for _, c := range fs.classes {
+		n += 24 + int64(len(c.s))
+	}
+	return n
+}

@@ -1,0 +1,382 @@
+package sample
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/deltafs/deltafs/snapshot"
+)
+
+// Shard is one shard of a version: a contiguous range of the version's
+// samples, with names, classes and sizes. Positions (0 .. Len-1) are the
+// samples in shard order (data files sorted by path, rows in file order).
+// Immutable once built; safe for concurrent use.
+type Shard struct {
+	v      *Version
+	r      *resolved
+	k      int
+	lo, hi int64 // global sample range
+
+	segs    []segment
+	names   []string         // file name of each position
+	byName  map[string]int32 // name -> position
+	classOf []int32          // class folder of each position; -1 at the shard root
+	classes []string         // class folder names, sorted
+	members [][]int32        // positions in each class folder
+	root    []int32          // positions listed at the shard root
+	dups    int              // samples renamed because their id was taken
+
+	manifestOnce sync.Once
+	manifest     []byte
+}
+
+// segment is the part of one data file inside a shard.
+type segment struct {
+	pos   int // first position in the shard
+	local int // first live row (ordinal) of the file in the shard
+	n     int
+	file  int // index in the version's files
+	ref   FileRef
+	fs    *fileSamples
+}
+
+func (v *Version) buildShard(ctx context.Context, r *resolved, l *layout, width, k int) (*Shard, error) {
+	lo, hi := shardRange(l.total(), k, len(v.shards))
+	sh := &Shard{v: v, r: r, k: k, lo: lo, hi: hi}
+	first, end := l.filesOf(lo, hi)
+	sh.segs = make([]segment, 0, end-first)
+	for i := first; i < end; i++ {
+		from, to := max(lo, l.cum[i]), min(hi, l.cum[i+1])
+		if to <= from {
+			continue
+		}
+		sh.segs = append(sh.segs, segment{pos: int(from - lo), local: int(from - l.cum[i]), n: int(to - from), file: i, ref: l.refs[i]})
+	}
+	// Index the shard's files, a few at a time.
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(v.s.opts.Parallel)
+	for j := range sh.segs {
+		g.Go(func() error {
+			sh.segs[j].fs = v.fileSamples(gctx, r, l, sh.segs[j].file)
+			return gctx.Err()
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	n := int(hi - lo)
+	sh.names = make([]string, n)
+	sh.byName = make(map[string]int32, n)
+	taken := make(map[string]int, n) // stem -> samples named from it so far
+	var dupExample string
+	if r.class != nil {
+		sh.classOf = make([]int32, n)
+	}
+	classIdx := map[string]int32{}
+	for _, sg := range sh.segs {
+		for j := range sg.n {
+			pos := sg.pos + j
+			li := sg.local + j
+			stem := sg.fs.stems[li]
+			ext := sg.fs.ext(r, li)
+			stem = fitName(stem, ext)
+			name := stem + ext
+			if c := taken[stem]; c > 0 {
+				for {
+					name = dupName(stem, c, ext)
+					c++
+					if _, clash := sh.byName[name]; !clash {
+						break
+					}
+				}
+				sh.dups++
+				if dupExample == "" {
+					dupExample = stem
+				}
+				taken[stem] = c
+			} else {
+				taken[stem] = 1
+			}
+			sh.names[pos] = name
+			sh.byName[name] = int32(pos)
+			if r.class == nil {
+				continue
+			}
+			if sg.fs.err != nil {
+				sh.classOf[pos] = -1 // class unknown: listed at the shard root
+				continue
+			}
+			cname := className(sg.fs.classes[sg.fs.class[li]], r.class.numeric, width)
+			ci, ok := classIdx[cname]
+			if !ok {
+				ci = int32(len(sh.classes))
+				classIdx[cname] = ci
+				sh.classes = append(sh.classes, cname)
+			}
+			sh.classOf[pos] = ci
+		}
+	}
+	if sh.dups > 0 {
+		v.s.log.Warn("rows share ids: every one is kept, the later ones renamed <id>~N", "version", v.snap.Version, "shard", k, "renamed", sh.dups, "example", dupExample)
+	}
+	if r.class == nil {
+		return sh, nil
+	}
+	// Sort the class folders by name and renumber.
+	order := make([]int32, len(sh.classes))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	sort.Slice(order, func(a, b int) bool { return sh.classes[order[a]] < sh.classes[order[b]] })
+	renum := make([]int32, len(order))
+	sorted := make([]string, len(order))
+	for newIdx, old := range order {
+		renum[old] = int32(newIdx)
+		sorted[newIdx] = sh.classes[old]
+	}
+	sh.classes = sorted
+	sh.members = make([][]int32, len(sorted))
+	for pos, c := range sh.classOf {
+		if c < 0 {
+			sh.root = append(sh.root, int32(pos))
+			continue
+		}
+		c = renum[c]
+		sh.classOf[pos] = c
+		sh.members[c] = append(sh.members[c], int32(pos))
+	}
+	return sh, nil
+}
+
+// Version is the shard's version.
+func (sh *Shard) Version() *Version { return sh.v }
+
+// Index is the shard number.
+func (sh *Shard) Index() int { return sh.k }
+
+// Len is the number of samples.
+func (sh *Shard) Len() int { return len(sh.names) }
+
+// Global is the version-wide index of the sample at pos (unique in the
+// version, below 2^32 for inode numbers).
+func (sh *Shard) Global(pos int) int64 { return sh.lo + int64(pos) }
+
+// Classes are the class folder names, sorted; nil without a class column.
+func (sh *Shard) Classes() []string { return sh.classes }
+
+// HasClasses reports whether samples live in class folders.
+func (sh *Shard) HasClasses() bool { return sh.r.class != nil }
+
+// Class returns the positions in class folder c.
+func (sh *Shard) Class(c int) []int32 { return sh.members[c] }
+
+// ClassIndex finds a class folder by name.
+func (sh *Shard) ClassIndex(name string) (int, bool) {
+	i := sort.SearchStrings(sh.classes, name)
+	return i, i < len(sh.classes) && sh.classes[i] == name
+}
+
+// RootLen is the number of samples listed at the shard root (all of them
+// without class folders; with class folders, those of unreadable files).
+func (sh *Shard) RootLen() int {
+	if sh.r.class == nil {
+		return len(sh.names)
+	}
+	return len(sh.root)
+}
+
+// RootAt is the position of the i-th sample listed at the shard root.
+func (sh *Shard) RootAt(i int) int {
+	if sh.r.class == nil {
+		return i
+	}
+	return int(sh.root[i])
+}
+
+// Lookup finds a sample by file name in class folder c (-1: the shard
+// root).
+func (sh *Shard) Lookup(name string, c int) (int, bool) {
+	pos, ok := sh.byName[name]
+	if !ok {
+		return 0, false
+	}
+	if sh.classOf != nil {
+		return int(pos), int(sh.classOf[pos]) == c
+	}
+	return int(pos), c == -1
+}
+
+// Name is the file name of the sample at pos.
+func (sh *Shard) Name(pos int) string { return sh.names[pos] }
+
+// ClassOf is the class folder of the sample at pos (-1: the shard root).
+func (sh *Shard) ClassOf(pos int) int {
+	if sh.classOf == nil {
+		return -1
+	}
+	return int(sh.classOf[pos])
+}
+
+// Path is the sample's path relative to the shard directory.
+func (sh *Shard) Path(pos int) string {
+	if c := sh.ClassOf(pos); c >= 0 {
+		return sh.classes[c] + "/" + sh.names[pos]
+	}
+	return sh.names[pos]
+}
+
+func (sh *Shard) seg(pos int) (*segment, int) {
+	i := sort.Search(len(sh.segs), func(i int) bool { return sh.segs[i].pos+sh.segs[i].n > pos })
+	sg := &sh.segs[i]
+	return sg, sg.local + pos - sg.pos
+}
+
+// Size is the exact size of the sample at pos, in bytes.
+func (sh *Shard) Size(pos int) int64 {
+	sg, li := sh.seg(pos)
+	switch {
+	case sh.r.mode == modeImage:
+		return sh.r.pngSize
+	case sg.fs.sizes == nil:
+		return 0
+	}
+	return sg.fs.sizes[li]
+}
+
+// Err is non-nil when the sample at pos cannot be read (its data file is
+// unreadable).
+func (sh *Shard) Err(pos int) error {
+	sg, _ := sh.seg(pos)
+	return sg.fs.err
+}
+
+// ID is the sample's id as escaped in its name (without a duplicate suffix
+// or the extension).
+func (sh *Shard) ID(pos int) string {
+	sg, li := sh.seg(pos)
+	return sg.fs.stems[li]
+}
+
+// Manifest is the content of _samples.tsv: one line per sample, in shard
+// order: path relative to the shard directory, size in bytes, class folder
+// ("" without classes), id (escaped as in the name), tab-separated. No
+// field contains a tab or newline (names are escaped).
+func (sh *Shard) Manifest() []byte {
+	sh.manifestOnce.Do(func() {
+		var b []byte
+		for pos := range sh.names {
+			b = append(b, sh.Path(pos)...)
+			b = append(b, '\t')
+			b = strconv.AppendInt(b, sh.Size(pos), 10)
+			b = append(b, '\t')
+			if c := sh.ClassOf(pos); c >= 0 {
+				b = append(b, sh.classes[c]...)
+			}
+			b = append(b, '\t')
+			b = append(b, sh.ID(pos)...)
+			b = append(b, '\n')
+		}
+		sh.manifest = b
+	})
+	return sh.manifest
+}
+
+// ReadAt reads the content of the sample at pos, like io.ReaderAt but
+// returning 0, nil at or past the end.
+func (sh *Shard) ReadAt(ctx context.Context, pos int, p []byte, off int64) (int, error) {
+	data, err := sh.Content(ctx, pos)
+	if err != nil {
+		sh.v.s.ctr.ReadErrors.Add(1)
+		return 0, err
+	}
+	sh.v.s.ctr.Reads.Add(1)
+	if off >= int64(len(data)) {
+		return 0, nil
+	}
+	return copy(p, data[off:]), nil
+}
+
+// Content is the whole content of the sample at pos. The slice is shared
+// and must not be modified.
+func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
+	sg, li := sh.seg(pos)
+	fs := sg.fs
+	if fs.err != nil {
+		return nil, fs.err
+	}
+	s, ver := sh.v.s, sh.v.snap.Version
+	row := fs.rows[li]
+	wrap := func(err error) error {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &FileError{Version: ver, Path: sg.ref.Path, Err: err}
+	}
+	switch sh.r.mode {
+	case modeJSON:
+		blob, err := s.opts.Cache.Get(ctx, fs.jsonKey, func(ctx context.Context) ([]byte, error) {
+			blob, _, err := sh.v.renderJSON(ctx, sh.fileOf(sg))
+			return blob, err
+		})
+		if err != nil {
+			return nil, wrap(err)
+		}
+		if blobLen(blob) != fs.n {
+			return nil, wrap(fmt.Errorf("rendered %d rows, indexed %d", blobLen(blob), fs.n))
+		}
+		return blobValue(blob, li), nil
+	case modeBytes:
+		data, err := s.opts.Fetcher.Value(ctx, sg.ref, sh.r.data.phys, row)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		return data, nil
+	}
+	im := sh.r.image
+	key := CacheKey{Kind: "image", File: sg.ref.Path, Version: strconv.FormatInt(sg.ref.Size, 10), Column: sh.r.data.phys,
+		Unit: strconv.FormatInt(row, 10) + "/" + sh.r.format + "/" + im.String()}
+	var bad error
+	data, err := s.rendered.Get(ctx, key, func(ctx context.Context) ([]byte, error) {
+		raw, err := s.opts.Fetcher.Value(ctx, sg.ref, sh.r.data.phys, row)
+		if err != nil {
+			return nil, wrap(err)
+		}
+		if int64(len(raw)) != im.Pixels() {
+			bad = &SampleError{Version: ver, Path: sg.ref.Path, Row: row,
+				Err: fmt.Errorf("column %s holds %d bytes, not %d for a %s image", sh.r.data.name, len(raw), im.Pixels(), im)}
+			return nil, bad
+		}
+		out := make([]byte, 0, sh.r.pngSize)
+		if sh.r.format == FormatPNM {
+			return im.EncodePNM(out, raw), nil
+		}
+		return im.EncodePNG(out, raw), nil
+	})
+	if err != nil {
+		if bad != nil {
+			s.log.Error("sample fails with EIO: wrong pixel count", "err", bad)
+		}
+		return nil, err
+	}
+	return data, nil
+}
+
+// fileOf finds the AddFile of a segment.
+func (sh *Shard) fileOf(sg *segment) *snapshot.AddFile { return sh.v.snap.Files[sg.file] }
+
+// String describes the shard for logs.
+func (sh *Shard) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "version %d shard %d/%d (%d samples)", sh.v.snap.Version, sh.k, len(sh.v.shards), len(sh.names))
+	return b.String()
+}

@@ -1,0 +1,194 @@
+package sample
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/deltafs/deltafs/snapshot"
+)
+
+// Version is one table version as samples. Its content never changes.
+type Version struct {
+	s    *Samples
+	snap *snapshot.Snapshot
+
+	commitJSON []byte
+	schemaJSON []byte
+
+	mu     sync.Mutex // guards the lazily built fields below
+	spec   *resolved  // nil until resolved
+	lay    *layout    // nil until built
+	width  *classRange
+	shards []*Shard // built shards; nil entries not built yet
+}
+
+func (s *Samples) newVersion(snap *snapshot.Snapshot) *Version {
+	v := &Version{s: s, snap: snap, shards: make([]*Shard, s.Shards())}
+	v.commitJSON = commitJSON(snap)
+	if snap.Schema != nil {
+		b, _ := json.MarshalIndent(snap.Schema, "", "  ")
+		v.schemaJSON = append(b, '\n')
+	} else {
+		v.schemaJSON = []byte("null\n")
+	}
+	return v
+}
+
+// Number is the version number.
+func (v *Version) Number() int64 { return v.snap.Version }
+
+// Snapshot is the version's snapshot.
+func (v *Version) Snapshot() *snapshot.Snapshot { return v.snap }
+
+// Time is the commit time (the mtime of everything under version/N).
+func (v *Version) Time() time.Time { return v.snap.Timestamp }
+
+// CommitJSON is the content of _commit.json.
+func (v *Version) CommitJSON() []byte { return v.commitJSON }
+
+// SchemaJSON is the content of _schema.json: the schema in Delta's format.
+func (v *Version) SchemaJSON() []byte { return v.schemaJSON }
+
+// Shards is the number of shards.
+func (v *Version) Shards() int { return len(v.shards) }
+
+func commitJSON(snap *snapshot.Snapshot) []byte {
+	ci := snap.CommitInfo
+	var rows any
+	if n := snap.NumRows(); n >= 0 {
+		rows = n
+	}
+	out := struct {
+		Version     int64          `json:"version"`
+		Timestamp   int64          `json:"timestamp"`
+		Time        string         `json:"time"`
+		Operation   string         `json:"operation"`
+		Parameters  map[string]any `json:"operationParameters,omitempty"`
+		Engine      string         `json:"engine"`
+		Files       int            `json:"files"`
+		Rows        any            `json:"rows"`
+		ReaderVer   int            `json:"minReaderVersion"`
+		Features    []string       `json:"readerFeatures,omitempty"`
+		Partitioned []string       `json:"partitionColumns,omitempty"`
+	}{
+		Version: snap.Version, Timestamp: snap.Timestamp.UnixMilli(), Time: snap.Timestamp.UTC().Format(time.RFC3339Nano),
+		Operation: ci.Operation, Parameters: ci.OperationParameters, Engine: ci.Engine(),
+		Files: len(snap.Files), Rows: rows,
+		ReaderVer: snap.Protocol.MinReaderVersion, Features: snap.Protocol.ReaderFeatures,
+		Partitioned: snap.Metadata.PartitionColumns,
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	return append(b, '\n')
+}
+
+// layout places a version's live rows: files in snapshot order (sorted by
+// path), their live rows concatenated.
+type layout struct {
+	refs  []FileRef
+	files []*snapshot.AddFile
+	cum   []int64 // cum[i]: live rows before file i; cum[len] = total
+}
+
+func (l *layout) total() int64 { return l.cum[len(l.cum)-1] }
+
+// shardRange is shard k's global sample range: the live rows split into S
+// contiguous ranges of floor or ceil size.
+func shardRange(total int64, k, shards int) (lo, hi int64) {
+	return total * int64(k) / int64(shards), total * int64(k+1) / int64(shards)
+}
+
+// prepare resolves the spec and builds the layout, once.
+func (v *Version) prepare(ctx context.Context) (*resolved, *layout, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.spec == nil {
+		r, err := v.s.opts.Spec.resolve(v.snap)
+		if err != nil {
+			return nil, nil, fmt.Errorf("version %d: %w", v.snap.Version, err)
+		}
+		v.spec = r
+	}
+	if v.lay == nil {
+		l := &layout{files: v.snap.Files, refs: make([]FileRef, len(v.snap.Files)), cum: make([]int64, len(v.snap.Files)+1)}
+		for i, f := range v.snap.Files {
+			key, err := v.s.opts.FileKey(v.snap, f.Path)
+			if err != nil {
+				return nil, nil, fmt.Errorf("version %d: %s: %w", v.snap.Version, f.Path, err)
+			}
+			l.refs[i] = FileRef{Path: f.Path, Key: key, Size: f.Size}
+			n := f.LiveRows()
+			if n < 0 {
+				// No row count in the log: the footer's, less the deletions.
+				phys, err := v.s.opts.Fetcher.NumRows(ctx, l.refs[i])
+				if err != nil {
+					return nil, nil, &FileError{Version: v.snap.Version, Path: f.Path, Err: fmt.Errorf("row count: %w", err)}
+				}
+				n = phys
+				if f.DeletionVector != nil {
+					n -= f.DeletionVector.Cardinality
+				}
+			}
+			l.cum[i+1] = l.cum[i] + n
+		}
+		v.lay = l
+	}
+	return v.spec, v.lay, nil
+}
+
+// Len is the number of samples (live rows) of the version.
+func (v *Version) Len(ctx context.Context) (int64, error) {
+	_, l, err := v.prepare(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return l.total(), nil
+}
+
+// Shard returns shard k, building its index on first use: the sample
+// metadata of the data files the shard overlaps, and only those.
+func (v *Version) Shard(ctx context.Context, k int) (*Shard, error) {
+	if k < 0 || k >= len(v.shards) {
+		return nil, ErrNotExist
+	}
+	r, l, err := v.prepare(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	sh := v.shards[k]
+	v.mu.Unlock()
+	if sh != nil {
+		return sh, nil
+	}
+	// Built outside the lock (it reads data files); a concurrent build of
+	// the same shard is wasted work, not a wrong answer: first one wins.
+	width, err := v.classWidth(ctx, r, l)
+	if err != nil {
+		return nil, err
+	}
+	sh, err = v.buildShard(ctx, r, l, width, k)
+	if err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	if v.shards[k] == nil {
+		v.shards[k] = sh
+	}
+	sh = v.shards[k]
+	v.mu.Unlock()
+	return sh, nil
+}
+
+// filesOf lists the file indexes overlapping [lo, hi).
+func (l *layout) filesOf(lo, hi int64) (first, end int) {
+	first = sort.Search(len(l.files), func(i int) bool { return l.cum[i+1] > lo })
+	end = sort.Search(len(l.files), func(i int) bool { return l.cum[i] >= hi })
+	if end < first {
+		end = first
+	}
+	return first, end
+}
