@@ -34,10 +34,10 @@ type MemCache struct {
 	max int64
 
 	mu      sync.Mutex
-	size    int64                     // guarded by mu
-	ll      *list.List                // guarded by mu; front = most recent
+	size    int64                      // guarded by mu
+	ll      *list.List                 // guarded by mu; front = most recent
 	items   map[CacheKey]*list.Element // guarded by mu
-	flights map[CacheKey]*flight      // guarded by mu
+	flights map[CacheKey]*flight       // guarded by mu
 }
 
 type lruItem struct {
