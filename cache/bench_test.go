@@ -115,18 +115,24 @@ func BenchmarkGetDiskHit(b *testing.B) {
 // adds to a real fetch (lookups, fill goroutine, temp file, fsync, rename).
 func BenchmarkGetMiss(b *testing.B) {
 	for _, sz := range sampleSizes {
-		b.Run(sz.name, func(b *testing.B) {
-			c := open(b, Options{MemBytes: 64 << 20, Dir: b.TempDir(), MinFreeFraction: -1})
-			data := payload(key(0), sz.n)
-			b.SetBytes(int64(sz.n))
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				k := Key{Kind: "bench", File: "f", Unit: fmt.Sprint(i)}
-				if _, err := c.Get(context.Background(), k, func(context.Context) ([]byte, error) { return data, nil }); err != nil {
-					b.Fatal(err)
-				}
+		for _, skip := range []bool{false, true} {
+			name := sz.name + "/fsync"
+			if skip {
+				name = sz.name + "/no-fsync"
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				c := open(b, Options{MemBytes: 64 << 20, Dir: b.TempDir(), MinFreeFraction: -1, SkipFsync: skip})
+				data := payload(key(0), sz.n)
+				b.SetBytes(int64(sz.n))
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					k := Key{Kind: "bench", File: "f", Unit: fmt.Sprint(i)}
+					if _, err := c.Get(context.Background(), k, func(context.Context) ([]byte, error) { return data, nil }); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 	}
 }
 

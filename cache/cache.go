@@ -54,6 +54,12 @@ type Options struct {
 	// StaleTempAge: temp files older than this are removed even if their
 	// writer's pid is alive (0: ten minutes).
 	StaleTempAge time.Duration
+	// SkipFsync writes entries without fsync before the rename. Every read
+	// verifies checksums, so an entry torn by a power loss is detected and
+	// refetched, never served; what fsync buys is only that a just-written
+	// entry survives a power loss. BenchmarkGetMiss: fsync is most of a
+	// miss's local cost.
+	SkipFsync bool
 	// RescanInterval bounds how often a process that has to evict re-reads
 	// the directory to see other processes' entries (0: one minute).
 	RescanInterval time.Duration

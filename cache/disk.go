@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,6 +73,7 @@ type diskTier struct {
 	log         *slog.Logger
 	ctr         *counters
 	pid         int
+	fsync       bool
 
 	mu struct {
 		sync.Mutex
@@ -104,6 +106,7 @@ func openDisk(dir string, o *Options, ctr *counters, log *slog.Logger) (*diskTie
 		log:         log,
 		ctr:         ctr,
 		pid:         os.Getpid(),
+		fsync:       !o.SkipFsync,
 		kick:        make(chan struct{}, 1),
 		done:        make(chan struct{}),
 	}
@@ -318,8 +321,10 @@ func (d *diskTier) writeFile(r ref, payload []byte, now time.Time) (err error) {
 			return err
 		}
 	}
-	if err = f.Sync(); err != nil {
-		return err
+	if d.fsync {
+		if err = f.Sync(); err != nil {
+			return err
+		}
 	}
 	if err = f.Close(); err != nil {
 		return err
@@ -416,48 +421,80 @@ func (d *diskTier) rescan() {
 type scannedFile struct{ size, mtime int64 }
 
 // scan lists the entry files, removing on the way temp files of dead
-// writers and entry files whose size alone shows they are broken.
+// writers and entry files whose size alone shows they are broken. Shards
+// are listed in parallel (one lstat per entry dominates).
 func (d *diskTier) scan() map[string]scannedFile {
-	files := make(map[string]scannedFile)
 	now := d.now()
 	d.cleanTemps(d.root, now)
-	for i := 0; i < 256; i++ {
-		dir := d.shardDir(i)
-		des, err := os.ReadDir(dir)
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				d.log.Warn("cache: cannot list shard", "dir", dir, "err", err)
+	type named struct {
+		name string
+		f    scannedFile
+	}
+	shards := make(chan int, 256)
+	for i := range 256 {
+		shards <- i
+	}
+	close(shards)
+	results := make(chan []named, 256)
+	workers := min(runtime.GOMAXPROCS(0), 8)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range shards {
+				var out []named
+				d.scanShard(i, now, func(name string, f scannedFile) { out = append(out, named{name, f}) })
+				results <- out
 			}
-			continue
-		}
-		shard := filepath.Base(dir)
-		for _, de := range des {
-			name := de.Name()
-			if !de.Type().IsRegular() {
-				continue // not ours
-			}
-			switch {
-			case isEntryName(name) && name[:2] == shard:
-				info, err := de.Info()
-				if err != nil {
-					continue // removed meanwhile
-				}
-				if sz := info.Size(); sz < blockSize || sz%blockSize != 0 {
-					p := filepath.Join(dir, name)
-					d.ctr.corrupt.Add(1)
-					d.log.Warn("cache: dropping corrupt entry", "entry", p, "reason", fmt.Sprintf("file size %d is not a positive multiple of 4 KiB", sz))
-					if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-						d.log.Warn("cache: cannot remove corrupt entry", "entry", p, "err", err)
-					}
-					continue
-				}
-				files[strings.TrimSuffix(name, entrySuffix)] = scannedFile{size: info.Size(), mtime: info.ModTime().UnixNano()}
-			case isTempName(name):
-				d.cleanTemp(dir, de, now)
-			}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	files := make(map[string]scannedFile)
+	for out := range results {
+		for _, n := range out {
+			files[n.name] = n.f
 		}
 	}
 	return files
+}
+
+func (d *diskTier) scanShard(i int, now time.Time, found func(name string, f scannedFile)) {
+	dir := d.shardDir(i)
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			d.log.Warn("cache: cannot list shard", "dir", dir, "err", err)
+		}
+		return
+	}
+	shard := filepath.Base(dir)
+	for _, de := range des {
+		name := de.Name()
+		if !de.Type().IsRegular() {
+			continue // not ours
+		}
+		switch {
+		case isEntryName(name) && name[:2] == shard:
+			info, err := de.Info()
+			if err != nil {
+				continue // removed meanwhile
+			}
+			if sz := info.Size(); sz < blockSize || sz%blockSize != 0 {
+				p := filepath.Join(dir, name)
+				d.ctr.corrupt.Add(1)
+				d.log.Warn("cache: dropping corrupt entry", "entry", p, "reason", fmt.Sprintf("file size %d is not a positive multiple of 4 KiB", sz))
+				if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+					d.log.Warn("cache: cannot remove corrupt entry", "entry", p, "err", err)
+				}
+				continue
+			}
+			found(strings.TrimSuffix(name, entrySuffix), scannedFile{size: info.Size(), mtime: info.ModTime().UnixNano()})
+		case isTempName(name):
+			d.cleanTemp(dir, de, now)
+		}
+	}
 }
 
 func (d *diskTier) cleanTemps(dir string, now time.Time) {
