@@ -1,0 +1,65 @@
+// Package fs is deltafs's go-fuse tree. It presents what package sample
+// decides, and decides nothing itself: each node kind is one small struct
+// embedding gofs.Inode, whose kernel-facing methods are a few lines that
+// delegate to the sample layer and turn errors into errno in one function
+// (toErrno).
+//
+// # The tree
+//
+//	MOUNT/
+//	  latest -> version/N      symlink; moves when a new commit is polled
+//	  version/                 every readable version, oldest first
+//	    N/
+//	      _commit.json         commit info, live files and rows
+//	      _schema.json         the schema at N, in Delta's format
+//	      shard/
+//	        K/                 K = 0 .. S-1
+//	          _samples.tsv     path, bytes, class, id per sample
+//	          <id><ext>        the samples of shard K
+//	          <class>/<id><ext>   instead, with a class column
+//	  at/<time>                lookup-only link to ../version/N current at
+//	                           <time> (RFC 3339 or Unix milliseconds)
+//	  .deltafs/stats           counters, JSON (a fresh rendering per stat)
+//
+// Root, version/, at/ and .deltafs/ are persistent nodes built in
+// Root.OnAdd; everything below is created by Lookup and forgotten when the
+// kernel forgets it. Shard and class folders are listed through
+// OpendirHandle with a handle that generates entries from the shard's index
+// one at a time (no slice of 100k entries), with FOPEN_CACHE_DIR so a
+// second listing costs no request; lookups go through the index's name map.
+//
+// # Caching knobs
+//
+// A version never changes, so everything under version/N has long kernel
+// entry and attribute timeouts (Options.Immutable, default 24h). Only the
+// root, version/, latest and at/ change: they use Options.Refresh (the log
+// polling interval) as timeouts, and when latest moves Root.Run also sends
+// NotifyEntry for "latest" and for the new version names.
+//
+// Files answer Open and Flush with ENOSYS. The kernel then stops sending
+// OPEN, RELEASE and FLUSH for the whole mount and keeps file pages across
+// opens, so a second epoch over a version is served by the page cache with
+// zero FUSE requests. (Writes never get that far: the mount is "ro", and
+// the kernel answers EROFS.) Extended attributes are disabled (no getxattr
+// per stat), and go-fuse's readdirplus fills attributes while listing, so
+// the per-file lookups of a first epoch are done by the listing.
+//
+// The .deltafs/stats file is the one file whose content changes: it
+// reports attribute timeout 0 and mtime = now, which makes the kernel drop
+// its cached pages at every stat.
+//
+// # Inode numbers
+//
+// Inode numbers are deterministic and bit-packed (see ino.go):
+// kind (7 bits) | version (24 bits) | item (32 bits), below 2^63, so the
+// same path has the same number on every mount and no two files share one.
+// Samples use their index in the version as the item. Values that do not
+// fit get go-fuse's automatic numbers (unique, not stable).
+//
+// # Errors
+//
+// toErrno maps: context cancellation to EINTR, unknown names to ENOENT,
+// everything else to EIO with a log line naming the operation and path (a
+// vacuumed data file, a row of the wrong size, an unreadable page). A data
+// file that cannot be read fails only its own samples.
+package fs

@@ -1,0 +1,434 @@
+package fs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/deltafs/deltafs/sample"
+	"github.com/deltafs/deltafs/snapshot"
+)
+
+// Options configure the tree.
+type Options struct {
+	// Samples is the sample layer over the table.
+	Samples *sample.Samples
+	// Refresh is how often the log is polled for new versions, and the
+	// kernel timeout of what changes with it (the root, version/, latest,
+	// at/). 0 means 10s.
+	Refresh time.Duration
+	// Immutable is the kernel entry and attribute timeout of everything
+	// under version/N, which never changes. 0 means 24h.
+	Immutable time.Duration
+	// Stats renders MOUNT/.deltafs/stats (JSON); nil: the sample layer's
+	// counters only.
+	Stats func() any
+	// Logger gets errors and notices; nil: slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *Options) fill() {
+	if o.Refresh <= 0 {
+		o.Refresh = 10 * time.Second
+	}
+	if o.Immutable <= 0 {
+		o.Immutable = 24 * time.Hour
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Root is the mount's root directory: version/, latest, at/, .deltafs/.
+type Root struct {
+	gofs.Inode
+	opts    Options
+	log     *slog.Logger
+	started time.Time
+
+	versionsDir *gofs.Inode // set in OnAdd
+	latestNode  *gofs.Inode
+
+	mu       sync.RWMutex
+	versions []snapshot.VersionInfo // guarded by mu; oldest first
+	byNum    map[int64]int          // guarded by mu; version -> index in versions
+	latest   int64                  // guarded by mu; -1 before the first listing
+	pollErr  error                  // guarded by mu; the last poll's error
+}
+
+var _ = (gofs.NodeOnAdder)((*Root)(nil))   // builds the static children
+var _ = (gofs.NodeGetattrer)((*Root)(nil)) // short timeouts: the root changes
+
+// NewRoot lists the table's versions once (failing when it cannot) and
+// returns the root node to mount.
+func NewRoot(ctx context.Context, opts Options) (*Root, error) {
+	opts.fill()
+	r := &Root{opts: opts, log: opts.Logger, started: time.Now(), latest: -1}
+	if err := r.refresh(ctx); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// MountOptions are the go-fuse options deltafs mounts with: read-only, no
+// xattrs, the refresh interval as the default timeouts (the immutable parts
+// set long ones themselves), more background requests for read-ahead.
+func (r *Root) MountOptions(fsName string, allowOther, debug bool) *gofs.Options {
+	d := r.opts.Refresh
+	return &gofs.Options{
+		EntryTimeout:    &d,
+		AttrTimeout:     &d,
+		NegativeTimeout: &d,
+		MountOptions: fuse.MountOptions{
+			FsName:        fsName,
+			Name:          "deltafs",
+			Options:       []string{"ro"},
+			DisableXAttrs: true,
+			MaxBackground: 64,
+			MaxWrite:      1 << 20,
+			AllowOther:    allowOther,
+			// The kernel caches link targets; latest's is invalidated
+			// (NotifyContent) when it moves, at/ links never change.
+			EnableSymlinkCaching: true,
+			Debug:                debug,
+		},
+	}
+}
+
+// OnAdd builds the static part of the tree.
+func (r *Root) OnAdd(ctx context.Context) {
+	r.versionsDir = r.NewPersistentInode(ctx, &versionsDir{root: r}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino(kindVersions, 0, 0)})
+	r.AddChild("version", r.versionsDir, false)
+	r.latestNode = r.NewPersistentInode(ctx, &latestLink{root: r}, gofs.StableAttr{Mode: syscall.S_IFLNK, Ino: ino(kindLatest, 0, 0)})
+	r.AddChild("latest", r.latestNode, false)
+	r.AddChild("at", r.NewPersistentInode(ctx, &atDir{root: r}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino(kindAtDir, 0, 0)}), false)
+	meta := r.NewPersistentInode(ctx, &gofs.Inode{}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino(kindMetaDir, 0, 0)})
+	r.AddChild(".deltafs", meta, false)
+	meta.AddChild("stats", meta.NewPersistentInode(ctx, &statsFile{root: r}, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino(kindStats, 0, 0)}), false)
+}
+
+// Getattr implements gofs.NodeGetattrer.
+func (r *Root) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	r.dirAttr(&out.Attr, r.latestTime())
+	out.SetTimeout(r.opts.Refresh)
+	return 0
+}
+
+func (r *Root) dirAttr(a *fuse.Attr, mtime time.Time) {
+	a.Mode = syscall.S_IFDIR | 0o555
+	a.Nlink = 2
+	setTime(a, mtime)
+}
+
+func setTime(a *fuse.Attr, t time.Time) {
+	if t.IsZero() {
+		t = time.Unix(0, 0)
+	}
+	a.SetTimes(&t, &t, &t)
+}
+
+// Run polls the log every Refresh until ctx ends, so new versions appear
+// and latest moves without a remount. Call it after mounting.
+func (r *Root) Run(ctx context.Context) {
+	t := time.NewTicker(r.opts.Refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		pctx, cancel := context.WithTimeout(ctx, max(r.opts.Refresh*5, 30*time.Second))
+		err := r.refresh(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("listing the table's versions failed; keeping the last list", "err", err)
+		}
+	}
+}
+
+// refresh lists the versions and, when latest moved, tells the kernel.
+func (r *Root) refresh(ctx context.Context) error {
+	vs, err := r.opts.Samples.Versions(ctx)
+	r.mu.Lock()
+	r.pollErr = err
+	if err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	old := r.latest
+	oldLen := len(r.versions)
+	r.versions = vs
+	r.byNum = make(map[int64]int, len(vs))
+	for i, v := range vs {
+		r.byNum[v.Version] = i
+	}
+	r.latest = -1
+	if len(vs) > 0 {
+		r.latest = vs[len(vs)-1].Version
+	}
+	moved := r.latest != old
+	r.mu.Unlock()
+	if moved && old >= 0 {
+		r.log.Info("new version", "latest", r.latest, "was", old)
+	}
+	if r.latestNode != nil && moved {
+		// Drop the kernel's cached dentry and attributes of latest and of
+		// the new version names (negative entries).
+		go func() {
+			r.latestNode.NotifyContent(0, 0)
+			r.NotifyEntry("latest")
+			r.mu.RLock()
+			added := append([]snapshot.VersionInfo(nil), r.versions[min(oldLen, len(r.versions)):]...)
+			r.mu.RUnlock()
+			for _, v := range added {
+				r.versionsDir.NotifyEntry(strconv.FormatInt(v.Version, 10))
+			}
+		}()
+	}
+	return nil
+}
+
+// version looks a version up in the last listing.
+func (r *Root) version(v int64) (snapshot.VersionInfo, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	i, ok := r.byNum[v]
+	if !ok {
+		return snapshot.VersionInfo{}, false
+	}
+	return r.versions[i], true
+}
+
+func (r *Root) latestTime() time.Time {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if len(r.versions) == 0 {
+		return r.started
+	}
+	return r.versions[len(r.versions)-1].Timestamp
+}
+
+// latestLink is MOUNT/latest -> version/N.
+type latestLink struct {
+	gofs.Inode
+	root *Root
+}
+
+var _ = (gofs.NodeReadlinker)((*latestLink)(nil))
+var _ = (gofs.NodeGetattrer)((*latestLink)(nil))
+
+func (l *latestLink) target() ([]byte, bool) {
+	l.root.mu.RLock()
+	v := l.root.latest
+	l.root.mu.RUnlock()
+	if v < 0 {
+		return nil, false
+	}
+	return []byte("version/" + strconv.FormatInt(v, 10)), true
+}
+
+// Readlink implements gofs.NodeReadlinker.
+func (l *latestLink) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	t, ok := l.target()
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	return t, 0
+}
+
+// Getattr implements gofs.NodeGetattrer.
+func (l *latestLink) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	t, _ := l.target()
+	out.Mode = syscall.S_IFLNK | 0o777
+	out.Size = uint64(len(t))
+	setTime(&out.Attr, l.root.latestTime())
+	out.SetTimeout(l.root.opts.Refresh)
+	return 0
+}
+
+// atDir is MOUNT/at: lookup-only links to the version current at a time.
+type atDir struct {
+	gofs.Inode
+	root *Root
+}
+
+var _ = (gofs.NodeLookuper)((*atDir)(nil))
+var _ = (gofs.NodeReaddirer)((*atDir)(nil)) // empty: names are computed
+var _ = (gofs.NodeGetattrer)((*atDir)(nil))
+
+// ParseTime parses an at/ name: RFC 3339 (with or without fractional
+// seconds) or Unix milliseconds.
+func ParseTime(name string) (time.Time, error) {
+	if ms, err := strconv.ParseInt(name, 10, 64); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, name)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%q is neither RFC 3339 nor Unix milliseconds", name)
+	}
+	return t, nil
+}
+
+// Lookup implements gofs.NodeLookuper.
+func (d *atDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	ts, err := ParseTime(name)
+	if err != nil {
+		return nil, syscall.ENOENT
+	}
+	v, err := d.root.opts.Samples.VersionAt(ctx, ts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, syscall.EINTR
+		}
+		d.root.log.Debug("at: no version", "time", name, "err", err)
+		return nil, syscall.ENOENT
+	}
+	info, _ := d.root.version(v)
+	link := &atLink{target: []byte("../version/" + strconv.FormatInt(v, 10)), mtime: info.Timestamp, timeout: d.root.opts.Refresh}
+	link.attr(&out.Attr)
+	out.SetEntryTimeout(d.root.opts.Refresh)
+	out.SetAttrTimeout(d.root.opts.Refresh)
+	return d.NewInode(ctx, link, gofs.StableAttr{Mode: syscall.S_IFLNK, Ino: ino(kindAt, v, 0)}), 0
+}
+
+// Readdir implements gofs.NodeReaddirer.
+func (d *atDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	return gofs.NewListDirStream(nil), 0
+}
+
+// Getattr implements gofs.NodeGetattrer.
+func (d *atDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	d.root.dirAttr(&out.Attr, d.root.started)
+	out.SetTimeout(d.root.opts.Refresh)
+	return 0
+}
+
+// atLink is at/<time> -> ../version/N.
+type atLink struct {
+	gofs.Inode
+	target  []byte
+	mtime   time.Time
+	timeout time.Duration
+}
+
+var _ = (gofs.NodeReadlinker)((*atLink)(nil))
+var _ = (gofs.NodeGetattrer)((*atLink)(nil))
+
+func (l *atLink) attr(a *fuse.Attr) {
+	a.Mode = syscall.S_IFLNK | 0o777
+	a.Size = uint64(len(l.target))
+	setTime(a, l.mtime)
+}
+
+// Readlink implements gofs.NodeReadlinker.
+func (l *atLink) Readlink(ctx context.Context) ([]byte, syscall.Errno) { return l.target, 0 }
+
+// Getattr implements gofs.NodeGetattrer.
+func (l *atLink) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	l.attr(&out.Attr)
+	out.SetTimeout(l.timeout)
+	return 0
+}
+
+// statsFile is MOUNT/.deltafs/stats: counters as JSON, rendered at each
+// stat (attribute timeout 0 and a fresh mtime, so the kernel drops its
+// cached pages).
+type statsFile struct {
+	gofs.Inode
+	root *Root
+
+	mu   sync.Mutex
+	data []byte // guarded by mu; the rendering the last Getattr reported
+}
+
+var _ = (gofs.NodeGetattrer)((*statsFile)(nil))
+var _ = (gofs.NodeOpener)((*statsFile)(nil))
+var _ = (gofs.NodeReader)((*statsFile)(nil))
+
+func (f *statsFile) render() []byte {
+	var v any
+	if f.root.opts.Stats != nil {
+		v = f.root.opts.Stats()
+	} else {
+		v = f.root.DefaultStats()
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		b = []byte(strconv.Quote(err.Error()))
+	}
+	return append(b, '\n')
+}
+
+// Getattr implements gofs.NodeGetattrer.
+func (f *statsFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	data := f.render()
+	f.mu.Lock()
+	f.data = data
+	f.mu.Unlock()
+	out.Mode = syscall.S_IFREG | 0o444
+	out.Size = uint64(len(data))
+	setTime(&out.Attr, time.Now())
+	out.SetTimeout(0)
+	return 0
+}
+
+// Open implements gofs.NodeOpener (see sampleFile.Open).
+func (f *statsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if flags&(syscall.O_WRONLY|syscall.O_RDWR) != 0 {
+		return nil, 0, syscall.EROFS
+	}
+	return nil, 0, syscall.ENOSYS
+}
+
+// Read implements gofs.NodeReader.
+func (f *statsFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	f.mu.Lock()
+	data := f.data
+	f.mu.Unlock()
+	if data == nil {
+		data = f.render()
+	}
+	if off >= int64(len(data)) {
+		return fuse.ReadResultData(nil), 0
+	}
+	return fuse.ReadResultData(data[off:min(int64(len(data)), off+int64(len(dest)))]), 0
+}
+
+// DefaultStats are the sample layer's counters and the version listing's
+// state.
+func (r *Root) DefaultStats() map[string]any {
+	c := r.opts.Samples.Counters()
+	r.mu.RLock()
+	latest, n, pollErr := r.latest, len(r.versions), r.pollErr
+	r.mu.RUnlock()
+	out := map[string]any{
+		"versions": map[string]any{"count": n, "latest": latest},
+		"index": map[string]any{
+			"files":            c.FilesIndexed.Load(),
+			"samples":          c.SamplesIndexed.Load(),
+			"bytes":            c.IndexBytes.Load(),
+			"bytes_per_sample": perSample(c.IndexBytes.Load(), c.SamplesIndexed.Load()),
+		},
+		"reads": map[string]any{"samples": c.Reads.Load(), "errors": c.ReadErrors.Load()},
+	}
+	if pollErr != nil {
+		out["versions"].(map[string]any)["error"] = pollErr.Error()
+	}
+	return out
+}
+
+func perSample(b, n int64) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(b) / float64(n)
+}

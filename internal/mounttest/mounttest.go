@@ -1,0 +1,229 @@
+// Package mounttest holds the helpers of deltafs's mount tests: build the
+// deltafs binary once per test package, mount a table with it in the
+// background, mount a go-fuse tree in-process, and always unmount in
+// t.Cleanup — even when the test fails — with fusermount3 -u, then lazily.
+//
+// The tests need /dev/fuse and fusermount3; a machine without them fails
+// with a clear message rather than skipping, so a broken set-up is never
+// mistaken for a pass.
+package mounttest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+)
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// RequireFUSE fails the test when FUSE mounts cannot work here.
+func RequireFUSE(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		t.Fatalf("/dev/fuse is missing (%v): these tests need FUSE", err)
+	}
+	if _, err := exec.LookPath("fusermount3"); err != nil {
+		t.Fatalf("fusermount3 is missing (apt-get install fuse3): %v", err)
+	}
+}
+
+// ModuleRoot is the repository root (where go.mod is).
+func ModuleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Binary builds ./cmd/deltafs once per test process and returns its path.
+func Binary(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "deltafs-test-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "deltafs")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/deltafs")
+		cmd.Dir = ModuleRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatalf("go build ./cmd/deltafs: %v", buildErr)
+	}
+	return binPath
+}
+
+// Unmount unmounts dir: fusermount3 -u, then lazily (-z), then umount(8)
+// lazily. Errors are ignored: the point is to leave nothing mounted.
+func Unmount(dir string) {
+	if exec.Command("fusermount3", "-u", dir).Run() == nil {
+		return
+	}
+	if exec.Command("fusermount3", "-u", "-z", dir).Run() == nil {
+		return
+	}
+	_ = exec.Command("umount", "-l", dir).Run()
+}
+
+// Mounted reports whether dir is a mount point.
+func Mounted(dir string) bool {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	abs, _ := filepath.Abs(dir)
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[4] == abs {
+			return true
+		}
+	}
+	return false
+}
+
+// Mount is a running `deltafs mount`.
+type Mount struct {
+	Dir    string
+	cmd    *exec.Cmd
+	log    *syncBuffer
+	exited chan struct{}
+	err    error // Wait's result, once exited is closed
+}
+
+// Log is what the server printed so far.
+func (m *Mount) Log() string { return m.log.String() }
+
+// Stop sends SIGINT and waits for the server to exit (10 s, then kill).
+func (m *Mount) Stop() error {
+	_ = m.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-m.exited:
+	case <-time.After(10 * time.Second):
+		_ = m.cmd.Process.Kill()
+		<-m.exited
+	}
+	return m.err
+}
+
+// Exited is closed when the server has exited.
+func (m *Mount) Exited() <-chan struct{} { return m.exited }
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Start runs `deltafs mount table DIR flags...` on a fresh directory, waits
+// until MOUNT/latest exists, and unmounts in t.Cleanup.
+func Start(t testing.TB, bin, table string, flags ...string) *Mount {
+	t.Helper()
+	RequireFUSE(t)
+	dir := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	m, err := StartAt(bin, table, dir, flags...)
+	if m != nil {
+		t.Cleanup(func() {
+			_ = m.Stop()
+			if Mounted(dir) {
+				Unmount(dir)
+			}
+			if t.Failed() {
+				t.Logf("mount log:\n%s", m.Log())
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// StartAt is Start without a test: it returns the mount once MOUNT/latest
+// exists, or an error (with the server's output) when it exits first or
+// takes 60 s.
+func StartAt(bin, table, dir string, flags ...string) (*Mount, error) {
+	m := &Mount{Dir: dir, log: &syncBuffer{}, exited: make(chan struct{})}
+	m.cmd = exec.Command(bin, append([]string{"mount", table, dir}, flags...)...)
+	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
+	if err := m.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() { m.err = m.cmd.Wait(); close(m.exited) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Lstat(filepath.Join(dir, "latest")); err == nil {
+			return m, nil
+		}
+		select {
+		case <-m.exited:
+			return m, fmt.Errorf("deltafs mount exited: %v\n%s", m.err, m.Log())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	return m, errors.New("deltafs mount did not come up in 60s:\n" + m.Log())
+}
+
+// Run runs the binary and returns its combined output and error.
+func Run(bin string, args ...string) (string, error) {
+	out, err := exec.Command(bin, args...).CombinedOutput()
+	return string(out), err
+}
+
+// InProcess mounts a go-fuse tree at a fresh directory in this process and
+// unmounts it in t.Cleanup.
+func InProcess(t testing.TB, root gofs.InodeEmbedder, opts *gofs.Options) string {
+	t.Helper()
+	RequireFUSE(t)
+	dir := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := gofs.Mount(dir, root, opts)
+	if err != nil {
+		t.Fatalf("mount %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		done := make(chan error, 1)
+		go func() { done <- srv.Unmount() }()
+		select {
+		case err := <-done:
+			if err == nil {
+				srv.Wait()
+				return
+			}
+		case <-time.After(10 * time.Second):
+		}
+		Unmount(dir)
+	})
+	return dir
+}
