@@ -452,7 +452,6 @@ func TestTwoInstances(t *testing.T) {
 	o := Options{MemBytes: 64 << 10, Dir: dir, DiskBytes: budget, MinFreeFraction: -1, RescanInterval: 50 * time.Millisecond}
 	caches := []*Cache{open(t, o), open(t, o)}
 	sizes := func(k Key) int { return 100 + len(k.File)*int(k.Unit[0]) }
-	var fetches sync.Map
 	var wg sync.WaitGroup
 	for ci, c := range caches {
 		for g := range 4 {
@@ -464,8 +463,6 @@ func TestTwoInstances(t *testing.T) {
 					k := key(rng.IntN(150))
 					want := payload(k, sizes(k)*20)
 					got, err := c.Get(context.Background(), k, func(context.Context) ([]byte, error) {
-						n, _ := fetches.LoadOrStore(k, new(int))
-						_ = n
 						return bytes.Clone(want), nil
 					})
 					if err != nil {
