@@ -18,8 +18,8 @@ type Spec struct {
 	// column, else an id derived from the data file and row position.
 	IDColumn string
 	// DataColumn holds each sample's bytes; "" means the only binary
-	// column, when the table has exactly one. With no data column a sample
-	// is its row as JSON.
+	// column, when the table has exactly one; NoData ("-") means none.
+	// With no data column a sample is its row as JSON.
 	DataColumn string
 	// Image, when set (H > 0), says the data column holds raw uint8 pixels
 	// of that shape, encoded as ImageFormat.
@@ -92,6 +92,10 @@ type resolved struct {
 	key     string // identity of what a file's sample metadata depends on
 }
 
+// NoData as Spec.DataColumn asks for rows as JSON even when the table has
+// a binary column.
+const NoData = "-"
+
 var numericTypes = map[string]bool{"byte": true, "short": true, "integer": true, "long": true, "float": true, "double": true}
 
 func (s *Spec) resolve(snap *snapshot.Snapshot) (*resolved, error) {
@@ -131,7 +135,11 @@ func (s *Spec) resolve(snap *snapshot.Snapshot) (*resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.DataColumn != "" {
+	if s.DataColumn == NoData {
+		if s.Image.H > 0 {
+			return nil, errors.New("--image needs a data column")
+		}
+	} else if s.DataColumn != "" {
 		if r.data, err = col("--data-column", s.DataColumn, false); err != nil {
 			return nil, err
 		}

@@ -121,6 +121,16 @@ func (m *Mount) Stop() error {
 	return m.err
 }
 
+// Kill kills the server with SIGKILL, leaving a stale mount behind (the
+// test's cleanup clears it).
+func (m *Mount) Kill() error {
+	if err := m.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	<-m.exited
+	return nil
+}
+
 // Exited is closed when the server has exited.
 func (m *Mount) Exited() <-chan struct{} { return m.exited }
 

@@ -1,0 +1,692 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/sample"
+	"github.com/deltafs/deltafs/snapshot"
+	"github.com/deltafs/deltafs/storage"
+)
+
+// needReader skips while the Delta log replay (package snapshot) or the row
+// decoder (package scan) are not part of the build yet: these end-to-end
+// tests mount real tables.
+func needReader(t *testing.T) {
+	t.Helper()
+	st, err := storage.NewLocal("../../testdata/delta/dat-basic_append")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := snapshot.Open(context.Background(), st); err != nil && strings.Contains(err.Error(), "not implemented") {
+		t.Skip("package snapshot does not replay logs yet")
+	}
+	if _, err := sample.ScanRows(nil); err != nil && strings.Contains(err.Error(), "package scan is missing") {
+		t.Skip("package scan is not in the build yet")
+	}
+}
+
+const mnistTest = "../../testdata/mnist/mnist-test.npy.gz"
+
+var wantPerClass = []int{980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009}
+
+type digit struct {
+	ID     int64  `parquet:"id"`
+	Label  int32  `parquet:"label"`
+	Pixels []byte `parquet:"pixels"`
+}
+
+func readMNIST(t *testing.T) []digit {
+	t.Helper()
+	f, err := os.Open(mnistTest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(gz)
+	head := make([]byte, 10)
+	if _, err := io.ReadFull(r, head); err != nil || string(head[:6]) != "\x93NUMPY" {
+		t.Fatalf("not a .npy file: %v", err)
+	}
+	if _, err := r.Discard(int(binary.LittleEndian.Uint16(head[8:10]))); err != nil {
+		t.Fatal(err)
+	}
+	var out []digit
+	rec := make([]byte, 793)
+	for {
+		if _, err := io.ReadFull(r, rec); err == io.EOF {
+			return out
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, digit{ID: int64(binary.LittleEndian.Uint64(rec)), Label: int32(rec[8]), Pixels: append([]byte(nil), rec[9:]...)})
+	}
+}
+
+// deltaTable writes Delta tables by hand (parquet-go data files, JSON
+// commits put if absent), independent of the writer package.
+type deltaTable struct {
+	t    *testing.T
+	dir  string
+	st   *storage.Local
+	next int64
+}
+
+const digitSchema = `{"type":"struct","fields":[` +
+	`{"name":"id","type":"long","nullable":true,"metadata":{}},` +
+	`{"name":"label","type":"integer","nullable":true,"metadata":{}},` +
+	`{"name":"pixels","type":"binary","nullable":true,"metadata":{}}]}`
+
+func newDeltaTable(t *testing.T, dir string) *deltaTable {
+	if err := os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &deltaTable{t: t, dir: dir, st: st}
+}
+
+// commit writes one version adding one data file per chunk (and removing
+// paths), returning the version and the added paths.
+func (d *deltaTable) commit(ts time.Time, schema string, chunks [][]digit, remove ...string) (int64, []string) {
+	t := d.t
+	var lines []any
+	lines = append(lines, map[string]any{"commitInfo": map[string]any{"timestamp": ts.UnixMilli(), "operation": "WRITE", "engineInfo": "cmd_mount_test"}})
+	if d.next == 0 {
+		lines = append(lines,
+			map[string]any{"protocol": map[string]any{"minReaderVersion": 1, "minWriterVersion": 2}},
+			map[string]any{"metaData": map[string]any{"id": "9b0c6d1e-0000-4000-8000-000000000001", "format": map[string]any{"provider": "parquet", "options": map[string]any{}},
+				"schemaString": schema, "partitionColumns": []string{}, "configuration": map[string]any{}, "createdTime": ts.UnixMilli()}})
+	}
+	for _, r := range remove {
+		lines = append(lines, map[string]any{"remove": map[string]any{"path": r, "deletionTimestamp": ts.UnixMilli(), "dataChange": true}})
+	}
+	var paths []string
+	for i, rows := range chunks {
+		name := fmt.Sprintf("part-%05d-v%d.snappy.parquet", i, d.next)
+		var buf bytes.Buffer
+		w := parquet.NewGenericWriter[digit](&buf, parquet.Compression(&parquet.Snappy), parquet.PageBufferSize(64<<10))
+		if _, err := w.Write(rows); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d.dir, name), buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := rows[0].Label, rows[0].Label
+		for _, r := range rows {
+			lo, hi = min(lo, r.Label), max(hi, r.Label)
+		}
+		stats := fmt.Sprintf(`{"numRecords":%d,"minValues":{"label":%d},"maxValues":{"label":%d},"nullCount":{"label":0}}`, len(rows), lo, hi)
+		lines = append(lines, map[string]any{"add": map[string]any{"path": name, "partitionValues": map[string]any{}, "size": buf.Len(),
+			"modificationTime": ts.UnixMilli(), "dataChange": true, "stats": stats}})
+		paths = append(paths, name)
+	}
+	var b []byte
+	for _, l := range lines {
+		j, _ := json.Marshal(l)
+		b = append(append(b, j...), '\n')
+	}
+	key := fmt.Sprintf("_delta_log/%020d.json", d.next)
+	if err := d.st.Put(context.Background(), key, b, true); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chtimes(filepath.Join(d.dir, key), ts, ts)
+	d.next++
+	return d.next - 1, paths
+}
+
+func chunk(rows []digit, n int) [][]digit {
+	var out [][]digit
+	for len(rows) > 0 {
+		k := min(n, len(rows))
+		out = append(out, rows[:k])
+		rows = rows[k:]
+	}
+	return out
+}
+
+// samplesUnder lists the sample files under a shard directory (relative
+// paths, not the manifest).
+func samplesUnder(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && d.Name() != "_samples.tsv" {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestMountMNIST(t *testing.T) {
+	needReader(t)
+	bin := mounttest.Binary(t)
+	digits := readMNIST(t)
+	table := newDeltaTable(t, filepath.Join(t.TempDir(), "mnist"))
+	ts := time.Date(2026, 10, 1, 8, 30, 0, 0, time.UTC)
+	table.commit(ts, digitSchema, chunk(digits, 2500))
+	m := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--class-column", "label", "--cache-dir", "none")
+	sd := filepath.Join(m.Dir, "latest", "shard", "0")
+
+	ents, err := os.ReadDir(sd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var classes []string
+	for _, e := range ents {
+		if e.IsDir() {
+			classes = append(classes, e.Name())
+		}
+	}
+	if fmt.Sprint(classes) != "[0 1 2 3 4 5 6 7 8 9]" {
+		t.Fatalf("class folders %v", classes)
+	}
+	byID := map[int64]digit{}
+	for _, d := range digits {
+		byID[d.ID] = d
+	}
+	size := (sample.Image{H: 28, W: 28, C: 1}).PNGSize()
+	for c, want := range wantPerClass {
+		files, err := os.ReadDir(filepath.Join(sd, strconv.Itoa(c)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) != want {
+			t.Errorf("class %d: %d files, want %d", c, len(files), want)
+		}
+		for i, f := range files {
+			fi, err := f.Info()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Size() != size || fi.Mode().Perm() != 0o444 || !fi.ModTime().Equal(ts) {
+				t.Fatalf("%s: size %d mode %v mtime %v", f.Name(), fi.Size(), fi.Mode(), fi.ModTime())
+			}
+			if i%97 != 0 {
+				continue
+			}
+			id, _ := strconv.ParseInt(strings.TrimSuffix(f.Name(), ".png"), 10, 64)
+			data, err := os.ReadFile(filepath.Join(sd, strconv.Itoa(c), f.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			img, err := png.Decode(bytes.NewReader(data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g, ok := img.(*image.Gray)
+			if !ok || !bytes.Equal(g.Pix, byID[id].Pixels) || int(byID[id].Label) != c {
+				t.Fatalf("%d/%s: decoded image differs from source digit %d", c, f.Name(), id)
+			}
+		}
+	}
+	// The manifest agrees with the tree.
+	tsv, err := os.ReadFile(filepath.Join(sd, "_samples.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(tsv), "\n"), "\n")
+	tree := samplesUnder(t, sd)
+	if len(lines) != 10000 || len(tree) != 10000 {
+		t.Fatalf("manifest %d lines, tree %d samples", len(lines), len(tree))
+	}
+	sort.Strings(tree)
+	var fromTSV []string
+	for _, l := range lines {
+		f := strings.Split(l, "\t")
+		if len(f) != 4 || f[1] != strconv.FormatInt(size, 10) || f[0] != f[2]+"/"+f[3]+".png" {
+			t.Fatalf("manifest line %q", l)
+		}
+		fromTSV = append(fromTSV, f[0])
+	}
+	sort.Strings(fromTSV)
+	if fmt.Sprint(fromTSV) != fmt.Sprint(tree) {
+		t.Fatal("manifest paths differ from the tree")
+	}
+	// Writes fail with EROFS.
+	some := filepath.Join(sd, "7", "60000.png")
+	if _, err := os.OpenFile(some, os.O_RDWR, 0); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("open for writing: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(sd, "new.png"), nil, 0o644); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("create: %v", err)
+	}
+	if err := os.Remove(some); !errors.Is(err, syscall.EROFS) {
+		t.Errorf("remove: %v", err)
+	}
+	commit, err := os.ReadFile(filepath.Join(m.Dir, "version", "0", "_commit.json"))
+	if err != nil || !strings.Contains(string(commit), `"rows": 10000`) {
+		t.Errorf("_commit.json: %s %v", commit, err)
+	}
+	stats, err := os.ReadFile(filepath.Join(m.Dir, ".deltafs", "stats"))
+	if err != nil || !strings.Contains(string(stats), "data_bytes_read") {
+		t.Errorf(".deltafs/stats: %s %v", stats, err)
+	}
+	if err := m.Stop(); err != nil {
+		t.Errorf("deltafs mount exited with %v after SIGINT", err)
+	}
+	if mounttest.Mounted(m.Dir) {
+		t.Error("still mounted after SIGINT")
+	}
+}
+
+func TestMountShards(t *testing.T) {
+	needReader(t)
+	bin := mounttest.Binary(t)
+	digits := readMNIST(t)
+	table := newDeltaTable(t, filepath.Join(t.TempDir(), "mnist"))
+	table.commit(time.Now(), digitSchema, chunk(digits, 1000))
+	m := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--shards", "3", "--cache-dir", "none")
+	seen := map[string]int{}
+	var sizes []int
+	for k := range 3 {
+		got := samplesUnder(t, filepath.Join(m.Dir, "version", "0", "shard", strconv.Itoa(k)))
+		sizes = append(sizes, len(got))
+		for _, p := range got {
+			seen[p]++
+		}
+	}
+	sort.Ints(sizes)
+	if len(seen) != 10000 || sizes[2]-sizes[0] > 1 || sizes[0]+sizes[1]+sizes[2] != 10000 {
+		t.Fatalf("shards %v hold %d distinct samples", sizes, len(seen))
+	}
+	for p, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s is in %d shards", p, n)
+		}
+	}
+}
+
+func TestMountSnapshotIsolation(t *testing.T) {
+	needReader(t)
+	bin := mounttest.Binary(t)
+	digits := readMNIST(t)
+	table := newDeltaTable(t, filepath.Join(t.TempDir(), "grow"))
+	t0 := time.Now().Add(-time.Hour)
+	table.commit(t0, digitSchema, chunk(digits[:1000], 500))
+	m := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--refresh", "200ms", "--cache-dir", "none")
+	v0 := filepath.Join(m.Dir, "version", "0", "shard", "0")
+	hash := func() string {
+		h := sha256.New()
+		for _, p := range samplesUnder(t, v0) {
+			b, err := os.ReadFile(filepath.Join(v0, p))
+			if err != nil {
+				t.Error(err)
+				return ""
+			}
+			fmt.Fprintf(h, "%s %x\n", p, sha256.Sum256(b))
+		}
+		return fmt.Sprintf("%x", h.Sum(nil))
+	}
+	before := hash()
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() { // a reader keeps reading version 0 while the writer commits
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if h := hash(); h != before {
+				t.Errorf("version 0 changed while a writer committed")
+				return
+			}
+		}
+	}()
+	var removed []string
+	for i := 1; i <= 20; i++ {
+		var rm []string
+		if i == 10 {
+			rm = []string{"part-00000-v0.snappy.parquet"}
+			removed = rm
+		}
+		table.commit(t0.Add(time.Duration(i)*time.Minute), digitSchema, [][]digit{digits[1000+50*i : 1050+50*i]}, rm...)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if target, _ := os.Readlink(filepath.Join(m.Dir, "latest")); target == "version/20" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("latest did not move to version/20 within 20s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(stop)
+	wg.Wait()
+	if after := hash(); after != before {
+		t.Fatal("version 0 changed")
+	}
+	vs, err := os.ReadDir(filepath.Join(m.Dir, "version"))
+	if err != nil || len(vs) != 21 {
+		t.Fatalf("%d versions listed (%v), want 21", len(vs), err)
+	}
+	if n := len(samplesUnder(t, filepath.Join(m.Dir, "latest", "shard", "0"))); n != 1000-500+20*50 {
+		t.Fatalf("latest has %d samples, want %d (removed %v)", n, 1000-500+20*50, removed)
+	}
+	if n := len(samplesUnder(t, filepath.Join(m.Dir, "version", "9", "shard", "0"))); n != 1000+9*50 {
+		t.Fatalf("version 9 has %d samples", n)
+	}
+}
+
+func TestMountVacuumedFile(t *testing.T) {
+	needReader(t)
+	bin := mounttest.Binary(t)
+	digits := readMNIST(t)[:300]
+	table := newDeltaTable(t, filepath.Join(t.TempDir(), "vac"))
+	_, paths := table.commit(time.Now(), digitSchema, chunk(digits, 100))
+	if err := os.Remove(filepath.Join(table.dir, paths[1])); err != nil {
+		t.Fatal(err)
+	}
+	m := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--cache-dir", "none")
+	sd := filepath.Join(m.Dir, "version", "0", "shard", "0")
+	var ok, eio int
+	for _, p := range samplesUnder(t, sd) {
+		_, err := os.ReadFile(filepath.Join(sd, p))
+		switch {
+		case err == nil:
+			ok++
+		case errors.Is(err, syscall.EIO):
+			eio++
+		default:
+			t.Fatalf("%s: %v", p, err)
+		}
+	}
+	if ok != 200 || eio != 100 {
+		t.Fatalf("%d samples read, %d failed with EIO; want 200 and 100", ok, eio)
+	}
+	if log := m.Log(); !strings.Contains(log, paths[1]) || !strings.Contains(log, "version=0") {
+		t.Fatalf("no log line names the vacuumed file and version:\n%s", log)
+	}
+}
+
+func TestMountIDs(t *testing.T) {
+	needReader(t)
+	bin := mounttest.Binary(t)
+	type row struct {
+		ID   string `parquet:"id"`
+		Data []byte `parquet:"data"`
+	}
+	dir := filepath.Join(t.TempDir(), "ids")
+	newDeltaTable(t, dir)
+	rows := []row{{"a/b", []byte("x")}, {"..", []byte("x")}, {"7", []byte("\x89PNG\r\n\x1a\n..")}, {"7", []byte("y")}, {"", []byte("x")}, {".x", []byte("x")}, {"100%", []byte("x")}}
+	var buf bytes.Buffer
+	if err := parquet.Write(&buf, rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "part-0.parquet"), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	schema := `{"type":"struct","fields":[{"name":"id","type":"string","nullable":true,"metadata":{}},{"name":"data","type":"binary","nullable":true,"metadata":{}}]}`
+	commit := fmt.Sprintf(`{"commitInfo":{"timestamp":1700000000000,"operation":"WRITE"}}
+{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}
+{"metaData":{"id":"x","format":{"provider":"parquet","options":{}},"schemaString":%q,"partitionColumns":[],"configuration":{}}}
+{"add":{"path":"part-0.parquet","partitionValues":{},"size":%d,"modificationTime":1700000000000,"dataChange":true,"stats":"{\"numRecords\":7}"}}
+`, schema, buf.Len())
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", fmt.Sprintf("%020d.json", 0)), []byte(commit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m := mounttest.Start(t, bin, dir, "--cache-dir", "none")
+	got := samplesUnder(t, filepath.Join(m.Dir, "latest", "shard", "0"))
+	sort.Strings(got)
+	want := []string{"%.bin", "%2E..bin", "%2Ex.bin", "100%25.bin", "7.png", "7~1.bin", "a%2Fb.bin"}
+	sort.Strings(want)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("names %q, want %q", got, want)
+	}
+	if b, err := os.ReadFile(filepath.Join(m.Dir, "latest", "shard", "0", "7~1.bin")); err != nil || string(b) != "y" {
+		t.Fatalf("duplicate id sample: %q %v", b, err)
+	}
+	if !strings.Contains(m.Log(), "share ids") {
+		t.Errorf("no warning about the duplicate id:\n%s", m.Log())
+	}
+}
+
+// TestMountRefuses checks that a mount that cannot work fails before
+// mounting, with one clear line and exit status 1.
+func TestMountRefuses(t *testing.T) {
+	needReader(t)
+	bin := mounttest.Binary(t)
+	notDelta := t.TempDir()
+	_ = os.WriteFile(filepath.Join(notDelta, "data.csv"), []byte("a,b\n"), 0o644)
+	for _, tc := range []struct {
+		name, table string
+		flags       []string
+		want        []string // substrings of the error line (any of)
+	}{
+		{"missing table", filepath.Join(t.TempDir(), "nope"), nil, []string{"nope"}},
+		{"not a Delta table", notDelta, nil, []string{"Delta", "_delta_log", "delta log"}},
+		{"reader version 99", "../../testdata/delta/golden-deltalog-invalid-protocol-version", nil, []string{"protocol", "reader", "99"}},
+		{"unknown reader feature", "../../testdata/delta/deltars-simple_table_features", nil, []string{"feature", "protocol"}},
+		{"no such class column", "../../testdata/delta/dat-basic_append", []string{"--class-column", "nope"}, []string{"nope"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			cmd := exec.Command(bin, append([]string{"mount", tc.table, dir}, tc.flags...)...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			done := make(chan error, 1)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			go func() { done <- cmd.Wait() }()
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(30 * time.Second):
+				_ = cmd.Process.Kill()
+				mounttest.Unmount(dir)
+				t.Fatal("the mount did not fail")
+			}
+			if mounttest.Mounted(dir) {
+				mounttest.Unmount(dir)
+				t.Fatal("left mounted")
+			}
+			var ee *exec.ExitError
+			msg := strings.TrimSpace(stderr.String())
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 || strings.Count(msg, "\n") != 0 || !strings.HasPrefix(msg, "deltafs: ") {
+				t.Fatalf("exit %v, stderr %q: want status 1 and one line", err, msg)
+			}
+			for _, w := range tc.want {
+				if strings.Contains(strings.ToLower(msg), strings.ToLower(w)) {
+					return
+				}
+			}
+			t.Fatalf("%q names none of %q", msg, tc.want)
+		})
+	}
+}
+
+func TestMountBusyAndStaleMountpoint(t *testing.T) {
+	needReader(t)
+	bin := mounttest.Binary(t)
+	table := "../../testdata/delta/dat-basic_append"
+
+	// Busy: something is already mounted there.
+	busy := t.TempDir()
+	if err := syscall.Mount("tmpfs", busy, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount tmpfs (the tests run as root): %v", err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(busy, syscall.MNT_DETACH) })
+	out, err := mounttest.Run(bin, "mount", table, busy)
+	if err == nil || !strings.Contains(out, "busy") || !strings.Contains(out, "already mounted") {
+		t.Fatalf("mount on a busy mount point: %v %q", err, out)
+	}
+
+	// Stale: the server of a mount died.
+	m := mounttest.Start(t, bin, table, "--cache-dir", "none")
+	if err := m.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(m.Dir); !errors.Is(err, syscall.ENOTCONN) {
+		t.Fatalf("after killing the server: stat %v, want ENOTCONN", err)
+	}
+	out, err = mounttest.Run(bin, "mount", table, m.Dir)
+	if err == nil || !strings.Contains(out, "not connected") || !strings.Contains(out, "deltafs unmount") {
+		t.Fatalf("mount on a stale mount point: %v %q", err, out)
+	}
+	if out, err := mounttest.Run(bin, "unmount", m.Dir); err != nil {
+		t.Fatalf("deltafs unmount of a stale mount: %v %s", err, out)
+	}
+	if mounttest.Mounted(m.Dir) {
+		t.Fatal("still mounted after deltafs unmount")
+	}
+	if out, err := mounttest.Run(bin, "unmount", m.Dir); err == nil {
+		t.Fatalf("unmounting a directory that is not mounted succeeded: %s", out)
+	}
+}
+
+// expected is testdata/delta/EXPECTED.json, the part the tests use.
+type expected map[string]struct {
+	Versions map[string]struct {
+		Rows    *int64 `json:"rows"`
+		Missing int    `json:"missing_data_files"`
+	} `json:"versions"`
+	Unreconstructable []any `json:"unreconstructable_versions"`
+}
+
+// mustRefuse are the tables a reader must refuse; mayRefuse need features
+// a reader may lack, and must then be refused clearly.
+var (
+	mustRefuse = map[string]bool{"golden-deltalog-invalid-protocol-version": true, "deltars-simple_table_features": true}
+	mayRefuse  = map[string]bool{"kernelrs-type-widening": true, "deltars-spark-variant-checkpoint": true}
+)
+
+// TestMountDeltaTables mounts every real table as JSON samples over two
+// shards and checks, for every version, that the sample files are the
+// version's live rows: as many as EXPECTED.json says, and (when `deltafs
+// cat` exists) equal to its rows as a multiset.
+func TestMountDeltaTables(t *testing.T) {
+	needReader(t)
+	bin := mounttest.Binary(t)
+	raw, err := os.ReadFile("../../testdata/delta/EXPECTED.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var exp expected
+	if err := json.Unmarshal(raw, &exp); err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(exp))
+	for n := range exp {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if mustRefuse[name] {
+			continue // TestMountRefuses
+		}
+		t.Run(name, func(t *testing.T) {
+			src := filepath.Join("../../testdata/delta", name)
+			table := filepath.Join(t.TempDir(), name)
+			if err := os.CopyFS(table, os.DirFS(src)); err != nil {
+				t.Fatal(err)
+			}
+			mnt := filepath.Join(t.TempDir(), "mnt")
+			_ = os.Mkdir(mnt, 0o755)
+			m, err := mounttest.StartAt(bin, table, mnt, "--data-column", "-", "--shards", "2", "--cache-dir", "none")
+			if m != nil {
+				t.Cleanup(func() { _ = m.Stop(); mounttest.Unmount(mnt) })
+			}
+			if err != nil {
+				if mayRefuse[name] && strings.Contains(strings.ToLower(err.Error()), "feature") {
+					t.Skipf("refused clearly: %v", firstLine(err.Error()))
+				}
+				t.Fatal(err)
+			}
+			checked := 0
+			for vs, want := range exp[name].Versions {
+				if want.Rows == nil || want.Missing > 0 {
+					continue
+				}
+				vdir := filepath.Join(mnt, "version", vs)
+				if _, err := os.Stat(vdir); errors.Is(err, os.ErrNotExist) {
+					continue // not readable (log cleaned up before a checkpoint)
+				}
+				var got []string
+				for k := range 2 {
+					sd := filepath.Join(vdir, "shard", strconv.Itoa(k))
+					for _, p := range samplesUnder(t, sd) {
+						b, err := os.ReadFile(filepath.Join(sd, p))
+						if err != nil {
+							t.Fatalf("version %s: %s: %v", vs, p, err)
+						}
+						got = append(got, strings.TrimSuffix(string(b), "\n"))
+					}
+				}
+				if int64(len(got)) != *want.Rows {
+					t.Errorf("version %s: %d sample files, want %d live rows", vs, len(got), *want.Rows)
+					continue
+				}
+				checked++
+				out, err := exec.Command(bin, "cat", table, "--version", vs).Output()
+				if err != nil {
+					continue // no `deltafs cat` in this build: counts only
+				}
+				var rows []string
+				for _, l := range strings.Split(strings.TrimSuffix(string(out), "\n"), "\n") {
+					if l != "" {
+						rows = append(rows, l)
+					}
+				}
+				sort.Strings(rows)
+				sort.Strings(got)
+				if fmt.Sprint(rows) != fmt.Sprint(got) {
+					t.Errorf("version %s: sample files differ from `deltafs cat` rows", vs)
+				}
+			}
+			if checked == 0 {
+				t.Fatal("no version checked")
+			}
+		})
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func init() { rootCmd.AddCommand(newUnmountCmd()) }
+
+func newUnmountCmd() *cobra.Command {
+	var lazy bool
+	c := &cobra.Command{
+		Use:   "unmount MOUNTPOINT [--lazy]",
+		Short: "Unmount a deltafs mount (also a stale one whose server died)",
+		Long: `Unmount MOUNTPOINT with fusermount3 -u; when that fails and deltafs runs as root,
+with umount(2). --lazy detaches the mount now and lets it go when the last open file
+closes (fusermount3 -u -z, MNT_DETACH), which also clears a stale mount ("transport
+endpoint is not connected") that is still in use.
+
+Exit status: 0 when MOUNTPOINT is no longer mounted, 1 on any error, 2 on bad usage.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageError{fmt.Errorf("unmount: want MOUNTPOINT, got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runUnmount(args[0], lazy) },
+	}
+	c.Flags().BoolVar(&lazy, "lazy", false, "detach now, finish when the mount is no longer busy")
+	return c
+}
+
+func runUnmount(dir string, lazy bool) error {
+	args := []string{"-u"}
+	if lazy {
+		args = append(args, "-z")
+	}
+	args = append(args, dir)
+	out, ferr := exec.Command("fusermount3", args...).CombinedOutput()
+	if ferr == nil {
+		return nil
+	}
+	msg := strings.TrimSpace(string(out))
+	if os.Geteuid() == 0 {
+		flags := 0
+		if lazy {
+			flags = syscall.MNT_DETACH
+		}
+		err := syscall.Unmount(dir, flags)
+		if err == nil {
+			return nil
+		}
+		switch {
+		case errors.Is(err, syscall.EBUSY):
+			return fmt.Errorf("unmount %s: busy (files open under it); close them or use --lazy", dir)
+		case errors.Is(err, syscall.EINVAL):
+			return fmt.Errorf("unmount %s: not mounted", dir)
+		}
+		return fmt.Errorf("unmount %s: %v (fusermount3: %s)", dir, err, msg)
+	}
+	if msg == "" {
+		msg = ferr.Error()
+	}
+	if strings.Contains(msg, "busy") && !lazy {
+		msg += "; close the files open under it or use --lazy"
+	}
+	return fmt.Errorf("unmount %s: %s", dir, msg)
+}
