@@ -45,7 +45,7 @@ func (d *shardDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.At
 	return 0
 }
 
-const manifestName = "_samples.tsv"
+const manifestName = sample.ManifestName
 
 // Lookup implements gofs.NodeLookuper.
 func (d *shardDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {

@@ -221,3 +221,12 @@ func TestVacuumedFileFailsOnlyItsSamples(t *testing.T) {
 		}
 	}
 }
+
+func TestNoSampleTakesTheManifestName(t *testing.T) {
+	tbl := memtable.New("id:string", "data:binary", "path:string")
+	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: [][]any{{"_samples", []byte("x"), "f.tsv"}}}}, nil, nil)
+	sh := shards(t, newSamples(t, tbl, sample.Spec{}), 0)[0]
+	if sh.Name(0) != "_samples~1.tsv" {
+		t.Fatalf("name %q", sh.Name(0))
+	}
+}

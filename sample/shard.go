@@ -13,6 +13,9 @@ import (
 	"github.com/deltafs/deltafs/snapshot"
 )
 
+// ManifestName is the name of a shard's manifest; no sample takes it.
+const ManifestName = "_samples.tsv"
+
 // Shard is one shard of a version: a contiguous range of the version's
 // samples, with names, classes and sizes. Positions (0 .. Len-1) are the
 // samples in shard order (data files sorted by path, rows in file order).
@@ -91,7 +94,8 @@ func (v *Version) buildShard(ctx context.Context, r *resolved, l *layout, width,
 			ext := sg.fs.ext(r, li)
 			stem = fitName(stem, ext)
 			name := stem + ext
-			if c := taken[stem]; c > 0 {
+			if c := taken[stem]; c > 0 || name == ManifestName {
+				c = max(c, 1)
 				for {
 					name = dupName(stem, c, ext)
 					c++
