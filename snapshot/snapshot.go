@@ -2,33 +2,11 @@ package snapshot
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
-
-	"github.com/deltafs/deltafs/storage"
 )
-
-// CONTRACT (being implemented): the signatures below are what the other
-// packages build on. Bodies marked TODO are filled in by the log replay work.
-
-var errTODO = errors.New("snapshot: not implemented yet")
-
-// Table is an opened Delta table. It caches what it has read of the log, so
-// snapshots of many versions share state. Safe for concurrent use.
-type Table struct {
-	st storage.Storage
-}
-
-// Open opens the table at st. It fails with a clear error when the location
-// does not exist or holds no Delta log.
-func Open(ctx context.Context, st storage.Storage) (*Table, error) {
-	return nil, errTODO // TODO
-}
-
-// Storage is the table's storage.
-func (t *Table) Storage() storage.Storage { return t.st }
 
 // VersionInfo is one readable version, as `deltafs log` lists it.
 type VersionInfo struct {
@@ -36,22 +14,6 @@ type VersionInfo struct {
 	Timestamp time.Time // commit time used for time travel
 	Operation string
 	Engine    string
-}
-
-// Versions lists the readable versions, oldest first, listing the log again
-// to find new commits.
-func (t *Table) Versions(ctx context.Context) ([]VersionInfo, error) {
-	return nil, errTODO // TODO
-}
-
-// Snapshot returns the state of the table at version (-1 for the latest).
-func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) {
-	return nil, errTODO // TODO
-}
-
-// VersionAt returns the latest version committed at or before ts.
-func (t *Table) VersionAt(ctx context.Context, ts time.Time) (int64, error) {
-	return 0, errTODO // TODO
 }
 
 // Snapshot is the table at one version. Immutable; AddFile pointers are
@@ -65,6 +27,12 @@ type Snapshot struct {
 	Schema     *StructType // logical schema
 	CommitInfo CommitInfo  // zero when the commit has none
 	Files      []*AddFile  // live data files, sorted by Path
+
+	// What replay needs to continue from this snapshot.
+	protocol     *Protocol
+	metadata     *Metadata
+	protocolFrom string
+	metadataFrom string
 }
 
 // ColumnMappingMode is "none", "name" or "id".
@@ -89,13 +57,66 @@ func (s *Snapshot) NumRows() int64 {
 }
 
 // DeletedRows loads the deletion vector of f (nil when it has none), with
-// its checksum and cardinality checked.
+// its checksum and cardinality checked. Decoded vectors are cached by the
+// table; each call returns a fresh copy.
 func (s *Snapshot) DeletedRows(ctx context.Context, f *AddFile) (*roaring64.Bitmap, error) {
-	return nil, errTODO // TODO
+	if f.DeletionVector == nil {
+		return nil, nil
+	}
+	return s.Table.deletedRows(ctx, s.Version, f)
 }
 
 // FileKey is the storage key of a data file path as written in the log (a
 // URL-encoded path relative to the table root, or an absolute URI inside it).
 func (s *Snapshot) FileKey(path string) (string, error) {
-	return "", errTODO // TODO
+	k, err := fileKey(s.Table.st.Location(), path)
+	if err != nil {
+		return "", s.Table.err(s.Version, "", fmt.Errorf("data file %q: %w", path, err))
+	}
+	return k, nil
+}
+
+// PartitionColumn is one partition column of a snapshot.
+type PartitionColumn struct {
+	Name         string   // logical name, as in Metadata.PartitionColumns
+	PhysicalName string   // the key of AddFile.PartitionValues
+	Type         DataType // nil when the schema lacks the column
+}
+
+// PartitionColumns lists the partition columns in order, with the key
+// under which AddFile.PartitionValues holds each (its physical name under
+// column mapping, else its logical name).
+func (s *Snapshot) PartitionColumns() []PartitionColumn {
+	out := make([]PartitionColumn, len(s.Metadata.PartitionColumns))
+	for i, name := range s.Metadata.PartitionColumns {
+		out[i] = PartitionColumn{Name: name, PhysicalName: name}
+		if f := s.Schema.Field(name); f != nil {
+			out[i].Type = f.Type
+			if s.ColumnMappingMode() != "none" {
+				out[i].PhysicalName = f.PhysicalName()
+			}
+		}
+	}
+	return out
+}
+
+// PartitionValue returns the raw (string) partition value of a logical
+// partition column for file f, and whether it is non-null. Typed parsing
+// is the scan package's job.
+func (s *Snapshot) PartitionValue(f *AddFile, column string) (string, bool) {
+	key := column
+	if s.ColumnMappingMode() != "none" {
+		if fld := s.Schema.Field(column); fld != nil {
+			key = fld.PhysicalName()
+		}
+	}
+	v, ok := f.PartitionValues[key]
+	if !ok && key != column {
+		// Some writers key by logical name even under column mapping.
+		v, ok = f.PartitionValues[column]
+	}
+	if !ok || v == nil {
+		return "", false
+	}
+	return *v, true
 }

@@ -1,0 +1,105 @@
+package snapshot
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Sentinel errors. Errors from this package wrap them; test with errors.Is.
+var (
+	// ErrNotDeltaTable: the location has no _delta_log, or one with no
+	// commit or checkpoint in it.
+	ErrNotDeltaTable = errors.New("not a Delta table")
+	// ErrVersionNotFound: the version (or timestamp) asked for is not in the
+	// readable range of the log: newer than the latest version, or older
+	// than the earliest version that can be reconstructed.
+	ErrVersionNotFound = errors.New("version not found")
+	// ErrLogGap: a commit file needed to reconstruct a version is missing.
+	ErrLogGap = errors.New("missing commit file (gap in the log)")
+	// ErrCorrupt: a log file (commit, checkpoint, sidecar, deletion
+	// vector) cannot be parsed or fails a consistency check.
+	ErrCorrupt = errors.New("corrupt")
+)
+
+// Error is the error type of this package. It names the table, the version
+// being read (when there is one) and the table-relative file at fault (when
+// there is one), so that the command line prints
+//
+//	deltafs: TABLE version N: FILE: cause
+type Error struct {
+	Table   string // table location as given to storage
+	Version int64  // -1 when no version is involved
+	File    string // table-relative key of the file at fault; "" for none
+	Err     error  // the cause
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Table)
+	if e.Version >= 0 {
+		b.WriteString(" version ")
+		b.WriteString(strconv.FormatInt(e.Version, 10))
+	}
+	if e.File != "" {
+		b.WriteString(": ")
+		b.WriteString(e.File)
+	}
+	b.WriteString(": ")
+	if e.Err != nil {
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// UnsupportedFeatureError is the cause when a table version needs a
+// protocol this reader does not implement: a reader version outside 1..3,
+// reader features missing from SupportedReaderFeatures, or reader version 3
+// without a readerFeatures list.
+type UnsupportedFeatureError struct {
+	ReaderVersion int      // the table's minReaderVersion
+	Features      []string // the unsupported reader features, if any
+	Detail        string   // extra explanation, if any
+}
+
+func (e *UnsupportedFeatureError) Error() string {
+	var parts []string
+	if e.ReaderVersion < minSupportedReaderVersion || e.ReaderVersion > maxSupportedReaderVersion {
+		parts = append(parts, fmt.Sprintf("reader version %d is not supported (deltafs reads versions %d to %d)",
+			e.ReaderVersion, minSupportedReaderVersion, maxSupportedReaderVersion))
+	}
+	if len(e.Features) == 1 {
+		parts = append(parts, fmt.Sprintf("reader feature %q is not supported", e.Features[0]))
+	} else if len(e.Features) > 1 {
+		q := make([]string, len(e.Features))
+		for i, f := range e.Features {
+			q[i] = strconv.Quote(f)
+		}
+		parts = append(parts, "reader features "+strings.Join(q, ", ")+" are not supported")
+	}
+	if e.Detail != "" {
+		parts = append(parts, e.Detail)
+	}
+	return "unsupported table protocol: " + strings.Join(parts, "; ")
+}
+
+// tableErr wraps err as an *Error of table t at version v about file. An
+// err that already is an *Error is returned as it is.
+func (t *Table) err(version int64, file string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	return &Error{Table: t.st.Location(), Version: version, File: file, Err: err}
+}
+
+// corruptf is a cause wrapping ErrCorrupt.
+func corruptf(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
+}

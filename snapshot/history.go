@@ -1,0 +1,304 @@
+package snapshot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Listing versions: Versions (what the filesystem shows) reads only each
+// commit's commitInfo; History (what `deltafs log` prints) replays the log
+// once, oldest to newest, to count live files and rows at every version.
+
+// Versions lists the readable versions, oldest first, listing the log
+// again to find new commits. The readable versions run from Earliest to
+// the latest version without a gap. Commit times follow the rules of
+// VersionAt; a version whose commit file was cleaned up (a checkpoint
+// without its commit) has no operation and the checkpoint's time.
+func (t *Table) Versions(ctx context.Context) ([]VersionInfo, error) {
+	lst, err := t.refresh(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Build the latest version: it must be readable, and its metadata
+	// says whether commits carry in-commit timestamps. A protocol this
+	// reader refuses does not hide the versions.
+	if _, err := t.Snapshot(ctx, lst.latest); err != nil && !errIsUnsupported(err) {
+		return nil, err
+	}
+	return t.versionInfos(ctx, lst)
+}
+
+// Earliest is the earliest readable version: 0 for a log that starts at
+// version 0 without gaps, else the oldest checkpoint after which the
+// commits run without a gap to the latest version.
+func (t *Table) Earliest(ctx context.Context) (int64, error) {
+	lst, err := t.fullListing(ctx)
+	if err != nil {
+		return -1, err
+	}
+	e := lst.earliest()
+	if e < 0 {
+		_, file, _, err := lst.segmentFor(lst.latest)
+		if err == nil {
+			err = fmt.Errorf("%w: no version can be reconstructed", ErrVersionNotFound)
+		}
+		return -1, t.err(lst.latest, file, err)
+	}
+	return e, nil
+}
+
+// versionInfos describes every readable version of the listing.
+func (t *Table) versionInfos(ctx context.Context, lst *logListing) ([]VersionInfo, error) {
+	if lst.from > 0 {
+		var err error
+		if lst, err = t.fullListing(ctx); err != nil {
+			return nil, err
+		}
+	}
+	e, err := t.Earliest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n := lst.latest - e + 1
+	metas := make([]versionMeta, n)
+	have := make([]bool, n)
+	t.mu.Lock()
+	for v := e; v <= lst.latest; v++ {
+		if m, ok := t.infos[v]; ok {
+			metas[v-e], have[v-e] = m, true
+		} else if a, ok := t.commits.get(v); ok {
+			metas[v-e], have[v-e] = metaOf(a.CommitInfo, fileTime(lst, v)), true
+		}
+	}
+	t.mu.Unlock()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for v := e; v <= lst.latest; v++ {
+		if have[v-e] {
+			continue
+		}
+		f, ok := lst.commit(v)
+		if !ok {
+			metas[v-e] = versionMeta{modTime: fileTime(lst, v)}
+			continue
+		}
+		g.Go(func() error {
+			data, err := readAllSized(gctx, t.st, f.Key, f.Size)
+			if err != nil {
+				return t.err(v, f.Key, err)
+			}
+			ci, err := parseCommitInfo(data)
+			if err != nil {
+				return t.err(v, f.Key, err)
+			}
+			metas[v-e] = metaOf(ci, f.ModTime)
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := make([]VersionInfo, n)
+	t.mu.Lock()
+	for i, m := range metas {
+		v := e + int64(i)
+		t.infos[v] = m
+		out[i] = VersionInfo{Version: v, Operation: m.operation, Engine: m.engine}
+	}
+	t.mu.Unlock()
+	for i, m := range metas {
+		out[i].Timestamp = t.versionTime(out[i].Version, m.ict, m.modTime)
+	}
+	return out, nil
+}
+
+func metaOf(ci *CommitInfo, mod time.Time) versionMeta {
+	m := versionMeta{modTime: mod}
+	if ci != nil {
+		m.operation, m.engine, m.ict = ci.Operation, ci.Engine(), ci.InCommitTimestamp
+	}
+	return m
+}
+
+// parseCommitInfo finds and decodes the commitInfo action of a commit
+// (nil when it has none), without decoding the other actions.
+func parseCommitInfo(data []byte) (*CommitInfo, error) {
+	line := 0
+	for len(data) > 0 {
+		var l []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			l, data = data, nil
+		}
+		line++
+		if !bytes.Contains(l, []byte(`"commitInfo"`)) {
+			continue
+		}
+		var a struct {
+			CommitInfo *CommitInfo `json:"commitInfo"`
+		}
+		if err := json.Unmarshal(bytes.TrimSpace(l), &a); err != nil {
+			return nil, corruptf("line %d: %v", line, err)
+		}
+		if a.CommitInfo != nil {
+			return a.CommitInfo, nil
+		}
+	}
+	return nil, nil
+}
+
+// VersionStats is a version with its live data, as `deltafs log` prints it.
+type VersionStats struct {
+	VersionInfo
+	Files int   // live data files
+	Rows  int64 // live rows; -1 when some live file has no numRecords in the log
+}
+
+// History calls fn for every readable version, oldest first, with its live
+// file and row counts. It refreshes the listing, builds the earliest
+// version once and then applies one commit per version, so the whole walk
+// reads each commit once. It stops at the first error (fn's, or a version
+// that cannot be read, named as Snapshot would).
+func (t *Table) History(ctx context.Context, fn func(VersionStats) error) error {
+	if _, err := t.refresh(ctx); err != nil {
+		return err
+	}
+	lst, err := t.fullListing(ctx)
+	if err != nil {
+		return err
+	}
+	e, err := t.Earliest(ctx)
+	if err != nil {
+		return err
+	}
+	snap, err := t.Snapshot(ctx, e)
+	if err != nil {
+		return err
+	}
+	// Keep the in-commit timestamp setting current (the latest metadata).
+	if lst.latest != e {
+		if _, err := t.Snapshot(ctx, lst.latest); err != nil && !errIsUnsupported(err) {
+			return err
+		}
+	}
+	h := newHistoryState(snap)
+	if err := fn(VersionStats{VersionInfo: snap.info(), Files: len(h.files), Rows: h.rows()}); err != nil {
+		return err
+	}
+	const batch = 32
+	protocol := snap.protocol
+	for v := e + 1; v <= lst.latest; v += batch {
+		end := min(v+batch-1, lst.latest)
+		files := make([]logFile, 0, end-v+1)
+		for u := v; u <= end; u++ {
+			f, ok := lst.commit(u)
+			if !ok {
+				_, file, _, err := lst.segmentFor(u)
+				if err == nil {
+					err = fmt.Errorf("%w: commit %d missing", ErrLogGap, u)
+				}
+				return t.err(u, file, err)
+			}
+			files = append(files, f)
+		}
+		parsed := make([]*actions, len(files))
+		errs := make([]error, len(files))
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(8)
+		for i, f := range files {
+			g.Go(func() error {
+				a, err := t.readJSON(gctx, f)
+				if err != nil {
+					errs[i] = t.err(f.Version, f.Key, err)
+					return errs[i]
+				}
+				parsed[i] = a
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			for _, e := range errs {
+				if e != nil {
+					return e
+				}
+			}
+			return err
+		}
+		for i, a := range parsed {
+			f := files[i]
+			if a.Protocol != nil && a.Protocol != protocol {
+				protocol = a.Protocol
+				if err := CheckProtocol(protocol); err != nil {
+					return t.err(f.Version, f.Key, err)
+				}
+			}
+			h.apply(a)
+			m := metaOf(a.CommitInfo, f.ModTime)
+			t.mu.Lock()
+			t.infos[f.Version] = m
+			t.mu.Unlock()
+			info := VersionInfo{Version: f.Version, Operation: m.operation, Engine: m.engine,
+				Timestamp: t.versionTime(f.Version, m.ict, m.modTime)}
+			if err := fn(VersionStats{VersionInfo: info, Files: len(h.files), Rows: h.rows()}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// info is the VersionInfo of a snapshot.
+func (s *Snapshot) info() VersionInfo {
+	return VersionInfo{Version: s.Version, Timestamp: s.Timestamp, Operation: s.CommitInfo.Operation, Engine: s.CommitInfo.Engine()}
+}
+
+// historyState is the live file set while walking versions, with running
+// row counts.
+type historyState struct {
+	files   map[fileID]*AddFile
+	known   int64 // live rows of files with numRecords
+	unknown int   // live files without numRecords
+}
+
+func newHistoryState(s *Snapshot) *historyState {
+	h := &historyState{files: make(map[fileID]*AddFile, len(s.Files))}
+	for _, f := range s.Files {
+		h.files[f.id()] = f
+		h.count(f, 1)
+	}
+	return h
+}
+
+func (h *historyState) count(f *AddFile, sign int64) {
+	if r := f.LiveRows(); r >= 0 {
+		h.known += sign * r
+	} else {
+		h.unknown += int(sign)
+	}
+}
+
+func (h *historyState) apply(a *actions) {
+	for _, op := range a.Ops {
+		if old, ok := h.files[op.ID]; ok {
+			h.count(old, -1)
+			delete(h.files, op.ID)
+		}
+		if op.Add != nil {
+			h.files[op.ID] = op.Add
+			h.count(op.Add, 1)
+		}
+	}
+}
+
+func (h *historyState) rows() int64 {
+	if h.unknown > 0 {
+		return -1
+	}
+	return h.known
+}

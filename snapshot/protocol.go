@@ -1,0 +1,73 @@
+package snapshot
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Protocol checks: which table protocols this reader can read.
+
+const (
+	minSupportedReaderVersion = 1
+	maxSupportedReaderVersion = 3
+)
+
+// SupportedReaderFeatures are the reader table features deltafs reads. It
+// is the one place that decides: log replay refuses a version whose
+// protocol lists a reader feature missing here. The scan package reads
+// widened types, hence typeWidening and its preview name.
+var SupportedReaderFeatures = map[string]bool{
+	"columnMapping":        true,
+	"deletionVectors":      true,
+	"timestampNtz":         true,
+	"v2Checkpoint":         true,
+	"vacuumProtocolCheck":  true,
+	"typeWidening":         true,
+	"typeWidening-preview": true,
+}
+
+// CheckProtocol returns nil when p can be read, else an
+// *UnsupportedFeatureError naming the reader version or features. Reader
+// versions 1 and 2 (column mapping) need nothing more; version 3 must list
+// its reader features, and each must be supported.
+func CheckProtocol(p *Protocol) error {
+	if p == nil {
+		return corruptf("no protocol action")
+	}
+	e := &UnsupportedFeatureError{ReaderVersion: p.MinReaderVersion}
+	for _, f := range p.ReaderFeatures {
+		if !SupportedReaderFeatures[f] && !slices.Contains(e.Features, f) {
+			e.Features = append(e.Features, f)
+		}
+	}
+	switch {
+	case p.MinReaderVersion < minSupportedReaderVersion || p.MinReaderVersion > maxSupportedReaderVersion:
+		return e
+	case p.MinReaderVersion == 3 && p.ReaderFeatures == nil:
+		e.Detail = "reader version 3 without a readerFeatures list"
+		return e
+	case len(e.Features) > 0:
+		return e
+	}
+	return nil
+}
+
+// hasReaderFeature reports whether the protocol enables a reader feature
+// (listed under reader version 3; implied by version 2 for column mapping).
+func (p *Protocol) hasReaderFeature(name string) bool {
+	if p == nil {
+		return false
+	}
+	if p.MinReaderVersion == 2 && name == "columnMapping" {
+		return true
+	}
+	return slices.Contains(p.ReaderFeatures, name)
+}
+
+func (p *Protocol) String() string {
+	s := fmt.Sprintf("reader %d, writer %d", p.MinReaderVersion, p.MinWriterVersion)
+	if len(p.ReaderFeatures) > 0 {
+		s += fmt.Sprintf(", reader features %v", p.ReaderFeatures)
+	}
+	return s
+}

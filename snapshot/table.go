@@ -1,0 +1,500 @@
+package snapshot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/deltafs/deltafs/storage"
+)
+
+// Options tune a Table. The zero value gives the defaults.
+type Options struct {
+	// UseLogCompaction makes replay read log compaction files
+	// (x.y.compacted.json) in place of the commits they cover. Off by
+	// default: commits are always there when compactions are, and
+	// replaying them is the reference behaviour.
+	UseLogCompaction bool
+	// CachedSnapshots is how many built snapshots are kept (default 16).
+	CachedSnapshots int
+	// CachedCommitActions bounds the parsed commits kept, counted in
+	// actions (default 1<<20).
+	CachedCommitActions int
+	// CachedCheckpointAdds bounds the parsed checkpoints kept, counted in
+	// add actions (default 4<<20).
+	CachedCheckpointAdds int
+	// CachedDeletionVectors is how many decoded deletion vectors are
+	// kept (default 256).
+	CachedDeletionVectors int
+}
+
+func (o *Options) fill() {
+	if o.CachedSnapshots <= 0 {
+		o.CachedSnapshots = 16
+	}
+	if o.CachedCommitActions <= 0 {
+		o.CachedCommitActions = 1 << 20
+	}
+	if o.CachedCheckpointAdds <= 0 {
+		o.CachedCheckpointAdds = 4 << 20
+	}
+	if o.CachedDeletionVectors <= 0 {
+		o.CachedDeletionVectors = 256
+	}
+}
+
+// Table is an opened Delta table. It caches what it has read of the log
+// (the listing, parsed commits and checkpoints, built snapshots), so
+// snapshots of many versions share work and AddFile pointers. Safe for
+// concurrent use: concurrent requests for one version build it once.
+type Table struct {
+	st     storage.Storage
+	opts   Options
+	sf     singleflight.Group // version builds ("v<n>"), checkpoint reads ("c<key>")
+	intern interner
+
+	listMu sync.Mutex // serialises listing the log (held during the List call)
+
+	mu      sync.Mutex
+	lst     *logListing                     // guarded by mu
+	commits *lru[int64, *actions]           // guarded by mu; parsed commits by version
+	ckpts   *lru[string, *checkpointState]  // guarded by mu; by first file key
+	snaps   *lru[int64, *Snapshot]          // guarded by mu
+	infos   map[int64]versionMeta           // guarded by mu; for Versions
+	dvs     *lru[string, *roaring64.Bitmap] // guarded by mu; by storage key + DV id
+	ict     ictConfig                       // guarded by mu
+}
+
+// Open opens the table at st: it reads _last_checkpoint (a hint), lists
+// the log from there and builds the latest version. It fails with an
+// *Error wrapping ErrNotDeltaTable when the location holds no Delta log,
+// and with the latest version's error (an unsupported protocol, a gap, a
+// corrupt file) when that version cannot be read.
+func Open(ctx context.Context, st storage.Storage) (*Table, error) {
+	return OpenWithOptions(ctx, st, Options{})
+}
+
+// OpenWithOptions is Open with options.
+func OpenWithOptions(ctx context.Context, st storage.Storage, opts Options) (*Table, error) {
+	opts.fill()
+	t := &Table{
+		st:      st,
+		opts:    opts,
+		commits: newLRU[int64, *actions](opts.CachedCommitActions),
+		ckpts:   newLRU[string, *checkpointState](opts.CachedCheckpointAdds),
+		snaps:   newLRU[int64, *Snapshot](opts.CachedSnapshots),
+		infos:   map[int64]versionMeta{},
+		dvs:     newLRU[string, *roaring64.Bitmap](opts.CachedDeletionVectors),
+		ict:     ictConfig{since: -1},
+	}
+	from := max(readLastCheckpoint(ctx, st), 0)
+	files, err := listLog(ctx, st, from)
+	if err != nil {
+		return nil, t.err(-1, logDir, err)
+	}
+	lst := newListing(from, files)
+	if from > 0 {
+		// The hint is usable only if the listing from it holds a complete
+		// checkpoint: a stale hint still works (newer checkpoints are
+		// listed), one pointing at a missing file does not.
+		if _, ok := lst.checkpointAtOrBefore(lst.latest); !ok {
+			if files, err = listLog(ctx, st, 0); err != nil {
+				return nil, t.err(-1, logDir, err)
+			}
+			lst = newListing(0, files)
+		}
+	}
+	if lst.latest < 0 {
+		return nil, t.err(-1, logDir, fmt.Errorf("%w: no commit or checkpoint files", ErrNotDeltaTable))
+	}
+	t.lst = lst
+	if _, err := t.Snapshot(ctx, lst.latest); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// Storage is the table's storage.
+func (t *Table) Storage() storage.Storage { return t.st }
+
+// Location is the table's location, for messages.
+func (t *Table) Location() string { return t.st.Location() }
+
+func (t *Table) listing() *logListing {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lst
+}
+
+// Latest is the latest version as of the last listing of the log.
+func (t *Table) Latest() int64 { return t.listing().latest }
+
+// Refresh lists the log for commits newer than the latest known version
+// and returns the new latest version. Snapshot(-1) and VersionAt use the
+// last listing; Versions and History refresh it themselves.
+func (t *Table) Refresh(ctx context.Context) (int64, error) {
+	l, err := t.refresh(ctx)
+	if err != nil {
+		return -1, err
+	}
+	return l.latest, nil
+}
+
+func (t *Table) refresh(ctx context.Context) (*logListing, error) {
+	t.listMu.Lock()
+	defer t.listMu.Unlock()
+	old := t.listing()
+	// Relist the latest version too: its checkpoint may be new.
+	from := max(old.latest, old.from)
+	files, err := listLog(ctx, t.st, from)
+	if err != nil {
+		return nil, t.err(-1, logDir, err)
+	}
+	n := old.extend(files)
+	t.mu.Lock()
+	t.lst = n
+	t.mu.Unlock()
+	return n, nil
+}
+
+// fullListing returns a listing that starts at version 0, listing the
+// whole log once if the current one started at the checkpoint hint.
+func (t *Table) fullListing(ctx context.Context) (*logListing, error) {
+	if l := t.listing(); l.from == 0 {
+		return l, nil
+	}
+	t.listMu.Lock()
+	defer t.listMu.Unlock()
+	old := t.listing()
+	if old.from == 0 {
+		return old, nil
+	}
+	files, err := listLog(ctx, t.st, 0)
+	if err != nil {
+		return nil, t.err(-1, logDir, err)
+	}
+	// Keep what the partial listing knew, should the new listing miss it.
+	n := newListing(0, append(files, flattenListing(old)...))
+	t.mu.Lock()
+	t.lst = n
+	t.mu.Unlock()
+	return n, nil
+}
+
+// flattenListing lists every file a listing knows.
+func flattenListing(l *logListing) []logFile {
+	var out []logFile
+	for _, c := range l.commits {
+		if c.Kind == kindCommit {
+			out = append(out, c)
+		}
+	}
+	for _, fs := range l.checkpoints {
+		out = append(out, fs...)
+	}
+	return append(out, l.compactions...)
+}
+
+// Snapshot returns the state of the table at version (-1: the latest as
+// of the last listing). Errors are *Error values naming the version and
+// the file at fault; the cause wraps ErrVersionNotFound, ErrLogGap,
+// ErrCorrupt, storage.ErrNotExist, or is an *UnsupportedFeatureError.
+func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) {
+	if version == -1 {
+		version = t.listing().latest
+	}
+	if version < 0 {
+		return nil, t.err(-1, "", fmt.Errorf("%w: version %d", ErrVersionNotFound, version))
+	}
+	t.mu.Lock()
+	s, ok := t.snaps.get(version)
+	t.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	ch := t.sf.DoChan("v"+strconv.FormatInt(version, 10), func() (any, error) {
+		return t.build(context.WithoutCancel(ctx), version)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return r.Val.(*Snapshot), nil
+	case <-ctx.Done():
+		return nil, t.err(version, "", ctx.Err())
+	}
+}
+
+// build reconstructs version v: choose the segment, start from the best
+// cached snapshot or the checkpoint, apply the commits after it.
+func (t *Table) build(ctx context.Context, v int64) (*Snapshot, error) {
+	lst := t.listing()
+	seg, file, needFull, err := lst.segmentFor(v)
+	if needFull {
+		if lst, err = t.fullListing(ctx); err != nil {
+			return nil, err
+		}
+		seg, file, _, err = lst.segmentFor(v)
+	}
+	if err != nil {
+		return nil, t.err(v, file, err)
+	}
+
+	// Start from the newest cached snapshot inside the segment, else the
+	// checkpoint, else nothing.
+	var st *state
+	if c := t.cachedStart(seg); c != nil {
+		st = stateFromSnapshot(c)
+	} else if seg.Checkpoint != nil {
+		cs, err := t.checkpoint(ctx, *seg.Checkpoint)
+		if err != nil {
+			return nil, t.err(v, seg.Checkpoint.Key(), err)
+		}
+		st = stateFromCheckpoint(cs, seg.Checkpoint.Key())
+	} else {
+		st = newState()
+	}
+
+	// Plan the files to apply: commits, or compactions where they fit.
+	type step struct {
+		f          logFile
+		compaction bool
+	}
+	var steps []step
+	for i := 0; i < len(seg.Commits); i++ {
+		c := seg.Commits[i]
+		if c.Version <= st.version {
+			continue
+		}
+		if t.opts.UseLogCompaction {
+			if cf, ok := lst.compactionFrom(c.Version, v); ok {
+				steps = append(steps, step{cf, true})
+				for i+1 < len(seg.Commits) && seg.Commits[i+1].Version <= cf.End {
+					i++
+				}
+				continue
+			}
+		}
+		steps = append(steps, step{c, false})
+	}
+	// The commit of version v itself, for its commitInfo (also when a
+	// compaction or the checkpoint covers it).
+	last, hasCommit := lst.commit(v)
+	files := make([]logFile, 0, len(steps)+1)
+	for _, s := range steps {
+		files = append(files, s.f)
+	}
+	if hasCommit && (len(steps) == 0 || steps[len(steps)-1].compaction) {
+		files = append(files, last)
+	}
+	parsed, err := t.loadJSON(ctx, v, files)
+	if err != nil {
+		return nil, err
+	}
+	for i, s := range steps {
+		if s.compaction {
+			st.applyCompaction(parsed[i], s.f.Key, s.f.End)
+		} else {
+			st.apply(parsed[i], s.f.Key, s.f.Version)
+		}
+	}
+	st.version = v
+	var ci *CommitInfo
+	if hasCommit {
+		ci = parsed[len(parsed)-1].CommitInfo
+	}
+	return t.finish(v, st, ci, lst)
+}
+
+// finish checks the replayed state and makes it a Snapshot.
+func (t *Table) finish(v int64, st *state, ci *CommitInfo, lst *logListing) (*Snapshot, error) {
+	if st.protocol == nil {
+		return nil, t.err(v, "", corruptf("no protocol action in the log up to version %d", v))
+	}
+	if st.metadata == nil {
+		return nil, t.err(v, "", corruptf("no metaData action in the log up to version %d", v))
+	}
+	if v >= lst.latest {
+		t.mu.Lock()
+		t.ict = ictFromMetadata(st.metadata)
+		t.mu.Unlock()
+	}
+	if err := CheckProtocol(st.protocol); err != nil {
+		return nil, t.err(v, st.protocolFrom, err)
+	}
+	schema, err := ParseSchema(st.metadata.SchemaString)
+	if err != nil {
+		return nil, t.err(v, st.metadataFrom, corruptf("metaData: %v", err))
+	}
+	s := &Snapshot{
+		Table:        t,
+		Version:      v,
+		Protocol:     *st.protocol,
+		Metadata:     *st.metadata,
+		Schema:       schema,
+		Files:        st.sortedFiles(),
+		protocol:     st.protocol,
+		metadata:     st.metadata,
+		protocolFrom: st.protocolFrom,
+		metadataFrom: st.metadataFrom,
+	}
+	if ci != nil {
+		s.CommitInfo = *ci
+	}
+	s.Timestamp = t.commitTime(v, ci, lst)
+	t.mu.Lock()
+	t.snaps.put(v, s, 1)
+	t.mu.Unlock()
+	return s, nil
+}
+
+// cachedStart is the newest cached snapshot the segment can continue
+// from: at or after the segment's checkpoint, before its version.
+func (t *Table) cachedStart(seg *segment) *Snapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var best *Snapshot
+	t.snaps.each(func(v int64, s *Snapshot) {
+		if v >= seg.Base() && v < seg.Version && (best == nil || v > best.Version) {
+			best = s
+		}
+	})
+	return best
+}
+
+// checkpoint reads (or returns the cached) checkpoint c, its adds interned.
+func (t *Table) checkpoint(ctx context.Context, c checkpointRef) (*checkpointState, error) {
+	key := c.Key()
+	t.mu.Lock()
+	cs, ok := t.ckpts.get(key)
+	t.mu.Unlock()
+	if ok {
+		return cs, nil
+	}
+	r, err, _ := t.sf.Do("c"+key, func() (any, error) {
+		cs, file, err := readCheckpoint(ctx, t.st, c)
+		if err != nil {
+			if file == "" {
+				file = key
+			}
+			return nil, t.err(c.Version, file, err)
+		}
+		for i, a := range cs.Adds {
+			cs.Adds[i] = t.intern.intern(a)
+		}
+		t.mu.Lock()
+		t.ckpts.put(key, cs, len(cs.Adds)+1)
+		t.mu.Unlock()
+		return cs, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.(*checkpointState), nil
+}
+
+// loadJSON parses commit and compaction files (cached by commit version),
+// reading the missing ones in parallel. v is the version being built, for
+// errors.
+func (t *Table) loadJSON(ctx context.Context, v int64, files []logFile) ([]*actions, error) {
+	out := make([]*actions, len(files))
+	var missing []int
+	t.mu.Lock()
+	for i, f := range files {
+		if f.Kind == kindCommit {
+			if a, ok := t.commits.get(f.Version); ok {
+				out[i] = a
+				continue
+			}
+		}
+		missing = append(missing, i)
+	}
+	t.mu.Unlock()
+	if len(missing) == 0 {
+		return out, nil
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	errs := make([]error, len(files))
+	for _, i := range missing {
+		f := files[i]
+		g.Go(func() error {
+			a, err := t.readJSON(gctx, f)
+			if err != nil {
+				errs[i] = t.err(v, f.Key, err)
+				return errs[i]
+			}
+			out[i] = a
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		// Report the oldest failing file, not whichever failed first.
+		for _, e := range errs {
+			if e != nil {
+				return nil, e
+			}
+		}
+		return nil, err
+	}
+	t.mu.Lock()
+	for _, i := range missing {
+		if files[i].Kind == kindCommit {
+			t.commits.put(files[i].Version, out[i], out[i].Lines)
+		}
+	}
+	t.mu.Unlock()
+	return out, nil
+}
+
+// readJSON reads and parses one JSON log file, interning its adds.
+func (t *Table) readJSON(ctx context.Context, f logFile) (*actions, error) {
+	data, err := readAllSized(ctx, t.st, f.Key, f.Size)
+	if err != nil {
+		return nil, err
+	}
+	a, err := parseActions(data)
+	if err != nil {
+		return nil, err
+	}
+	for i := range a.Ops {
+		if a.Ops[i].Add != nil {
+			a.Ops[i].Add = t.intern.intern(a.Ops[i].Add)
+		}
+	}
+	return a, nil
+}
+
+// compactionFrom returns the compaction file starting at version from
+// that reaches furthest without passing to.
+func (l *logListing) compactionFrom(from, to int64) (logFile, bool) {
+	var best logFile
+	ok := false
+	for _, c := range l.compactions {
+		if c.Version == from && c.End <= to && (!ok || c.End > best.End) {
+			best, ok = c, true
+		}
+	}
+	return best, ok
+}
+
+// errIsUnsupported reports whether err is a protocol refusal.
+func errIsUnsupported(err error) bool {
+	var u *UnsupportedFeatureError
+	return errors.As(err, &u)
+}
+
+// versionMeta is what Versions needs of one commit.
+type versionMeta struct {
+	operation, engine string
+	ict               *int64
+	modTime           time.Time
+}
