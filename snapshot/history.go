@@ -16,18 +16,20 @@ import (
 
 // Versions lists the readable versions, oldest first, listing the log
 // again to find new commits. The readable versions run from Earliest to
-// the latest version without a gap. Commit times follow the rules of
-// VersionAt; a version whose commit file was cleaned up (a checkpoint
-// without its commit) has no operation and the checkpoint's time.
+// the latest version without a gap in the file names; a version whose
+// files turn out to be damaged is listed, and Snapshot of it fails with
+// the reason. Commit times follow the rules of VersionAt; a version whose
+// commit file was cleaned up (a checkpoint without its commit) has no
+// operation and the checkpoint's time.
 func (t *Table) Versions(ctx context.Context) ([]VersionInfo, error) {
 	lst, err := t.refresh(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// Build the latest version: it must be readable, and its metadata
-	// says whether commits carry in-commit timestamps. A protocol this
-	// reader refuses does not hide the versions.
-	if _, err := t.Snapshot(ctx, lst.latest); err != nil && !errIsUnsupported(err) {
+	// Build the latest version: its metadata says whether commits carry
+	// in-commit timestamps. A protocol this reader refuses, or damage,
+	// does not hide the versions (Snapshot of them says what is wrong).
+	if _, err := t.Snapshot(ctx, lst.latest); err != nil && !errIsUnsupported(err) && !isDamage(err) {
 		return nil, err
 	}
 	return t.versionInfos(ctx, lst)
@@ -92,10 +94,9 @@ func (t *Table) versionInfos(ctx context.Context, lst *logListing) ([]VersionInf
 			if err != nil {
 				return t.err(v, f.Key, err)
 			}
-			ci, err := parseCommitInfo(data)
-			if err != nil {
-				return t.err(v, f.Key, err)
-			}
+			// A damaged commitInfo leaves the version listed without an
+			// operation; Snapshot of it reports the damage.
+			ci, _ := parseCommitInfo(data)
 			metas[v-e] = metaOf(ci, f.ModTime)
 			return nil
 		})

@@ -33,6 +33,10 @@ type Options struct {
 	// CachedDeletionVectors is how many decoded deletion vectors are
 	// kept (default 256).
 	CachedDeletionVectors int
+
+	// ignoreCheckpoints hides checkpoints from the listing (tests compare
+	// checkpoint replay with commit replay).
+	ignoreCheckpoints bool
 }
 
 func (o *Options) fill() {
@@ -75,8 +79,11 @@ type Table struct {
 // Open opens the table at st: it reads _last_checkpoint (a hint), lists
 // the log from there and builds the latest version. It fails with an
 // *Error wrapping ErrNotDeltaTable when the location holds no Delta log,
-// and with the latest version's error (an unsupported protocol, a gap, a
-// corrupt file) when that version cannot be read.
+// with an *UnsupportedFeatureError cause when the latest version's
+// protocol is refused, and with the reason when no version at all can be
+// reconstructed (a gap before the latest version, say). A latest version
+// that is damaged (a corrupt commit or checkpoint, a missing sidecar) does
+// not fail Open: Snapshot of it fails, older versions stay readable.
 func Open(ctx context.Context, st storage.Storage) (*Table, error) {
 	return OpenWithOptions(ctx, st, Options{})
 }
@@ -95,7 +102,7 @@ func OpenWithOptions(ctx context.Context, st storage.Storage, opts Options) (*Ta
 		ict:     ictConfig{since: -1},
 	}
 	from := max(readLastCheckpoint(ctx, st), 0)
-	files, err := listLog(ctx, st, from)
+	files, err := t.listLog(ctx, from)
 	if err != nil {
 		return nil, t.err(-1, logDir, err)
 	}
@@ -105,7 +112,7 @@ func OpenWithOptions(ctx context.Context, st storage.Storage, opts Options) (*Ta
 		// checkpoint: a stale hint still works (newer checkpoints are
 		// listed), one pointing at a missing file does not.
 		if _, ok := lst.checkpointAtOrBefore(lst.latest); !ok {
-			if files, err = listLog(ctx, st, 0); err != nil {
+			if files, err = t.listLog(ctx, 0); err != nil {
 				return nil, t.err(-1, logDir, err)
 			}
 			lst = newListing(0, files)
@@ -116,9 +123,25 @@ func OpenWithOptions(ctx context.Context, st storage.Storage, opts Options) (*Ta
 	}
 	t.lst = lst
 	if _, err := t.Snapshot(ctx, lst.latest); err != nil {
-		return nil, err
+		// A refused protocol or an I/O failure fails Open. A latest
+		// version that is corrupt or cannot be reconstructed does not,
+		// as long as some version can be: the others stay readable, and
+		// Snapshot of the broken ones fails with the reason.
+		if !isDamage(err) {
+			return nil, err
+		}
+		if _, eerr := t.Earliest(ctx); eerr != nil {
+			return nil, err
+		}
 	}
 	return t, nil
+}
+
+// isDamage reports whether err is about the log's content (a corrupt or
+// missing file, a gap) rather than a refused protocol or an I/O failure.
+func isDamage(err error) bool {
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrLogGap) ||
+		errors.Is(err, ErrVersionNotFound) || errors.Is(err, storage.ErrNotExist)
 }
 
 // Storage is the table's storage.
@@ -153,7 +176,7 @@ func (t *Table) refresh(ctx context.Context) (*logListing, error) {
 	old := t.listing()
 	// Relist the latest version too: its checkpoint may be new.
 	from := max(old.latest, old.from)
-	files, err := listLog(ctx, t.st, from)
+	files, err := t.listLog(ctx, from)
 	if err != nil {
 		return nil, t.err(-1, logDir, err)
 	}
@@ -176,7 +199,7 @@ func (t *Table) fullListing(ctx context.Context) (*logListing, error) {
 	if old.from == 0 {
 		return old, nil
 	}
-	files, err := listLog(ctx, t.st, 0)
+	files, err := t.listLog(ctx, 0)
 	if err != nil {
 		return nil, t.err(-1, logDir, err)
 	}
@@ -186,6 +209,23 @@ func (t *Table) fullListing(ctx context.Context) (*logListing, error) {
 	t.lst = n
 	t.mu.Unlock()
 	return n, nil
+}
+
+// listLog lists the log from version from (see listLog).
+func (t *Table) listLog(ctx context.Context, from int64) ([]logFile, error) {
+	files, err := listLog(ctx, t.st, from)
+	if err != nil || !t.opts.ignoreCheckpoints {
+		return files, err
+	}
+	out := files[:0]
+	for _, f := range files {
+		switch f.Kind {
+		case kindCheckpoint, kindMultiCheckpoint, kindUUIDCheckpoint:
+		default:
+			out = append(out, f)
+		}
+	}
+	return out, nil
 }
 
 // flattenListing lists every file a listing knows.
