@@ -102,7 +102,7 @@ func readCheckpoint(ctx context.Context, st storage.Storage, c checkpointRef) (*
 					if failedKey == "" {
 						failedKey = keys[i]
 					}
-					return fmt.Errorf("sidecar of %s: %w", c.Files[0].Key, err)
+					return fmt.Errorf("%w (a sidecar of %s)", err, c.Files[0].Key)
 				}
 				cs.Adds = append(cs.Adds, p.adds...)
 				return nil
@@ -181,10 +181,17 @@ func readCheckpointFile(ctx context.Context, st storage.Storage, key string, siz
 // readAllSized reads a whole object whose size is known from a listing
 // (size < 0: unknown, stat it).
 func readAllSized(ctx context.Context, st storage.Storage, key string, size int64) ([]byte, error) {
+	var data []byte
+	var err error
 	if size < 0 {
-		return storage.ReadAll(ctx, st, key)
+		data, err = storage.ReadAll(ctx, st, key)
+	} else {
+		data, err = storage.ReadRange(ctx, st, key, 0, size)
 	}
-	return storage.ReadRange(ctx, st, key, 0, size)
+	if err != nil {
+		return nil, storageCause(err)
+	}
+	return data, nil
 }
 
 // readParquetCheckpoint decodes the actions of a Parquet checkpoint file.

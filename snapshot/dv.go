@@ -111,15 +111,15 @@ func (t *Table) loadDV(ctx context.Context, dv *DeletionVector) (bm *roaring64.B
 	if off <= 4096 {
 		all, err := storage.ReadRange(ctx, t.st, key, 0, off+size+8)
 		if err != nil {
-			return nil, key, err
+			return nil, key, storageCause(err)
 		}
 		head, framed = all[:1], all[off:]
 	} else {
 		if head, err = storage.ReadRange(ctx, t.st, key, 0, 1); err != nil {
-			return nil, key, err
+			return nil, key, storageCause(err)
 		}
 		if framed, err = storage.ReadRange(ctx, t.st, key, off, size+8); err != nil {
-			return nil, key, err
+			return nil, key, storageCause(err)
 		}
 	}
 	if off > 0 && head[0] != dvFileVersion {

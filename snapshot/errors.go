@@ -3,8 +3,11 @@ package snapshot
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
+
+	"github.com/deltafs/deltafs/storage"
 )
 
 // Sentinel errors. Errors from this package wrap them; test with errors.Is.
@@ -99,7 +102,41 @@ func (t *Table) err(version int64, file string, err error) error {
 	return &Error{Table: t.st.Location(), Version: version, File: file, Err: err}
 }
 
-// corruptf is a cause wrapping ErrCorrupt.
-func corruptf(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
+// cause is an error that matches a sentinel (errors.Is) without repeating
+// the sentinel's text: the message says what is wrong in its own words.
+type cause struct {
+	sentinel error
+	msg      string
+	wrapped  error // an underlying error, if any
+}
+
+func (c *cause) Error() string { return c.msg }
+
+func (c *cause) Unwrap() []error {
+	if c.wrapped != nil {
+		return []error{c.sentinel, c.wrapped}
+	}
+	return []error{c.sentinel}
+}
+
+// because makes a cause matching sentinel; a %w verb in format also
+// wraps that argument.
+func because(sentinel error, format string, args ...any) error {
+	e := fmt.Errorf(format, args...)
+	return &cause{sentinel: sentinel, msg: e.Error(), wrapped: errors.Unwrap(e)}
+}
+
+// corruptf is a cause matching ErrCorrupt.
+func corruptf(format string, args ...any) error { return because(ErrCorrupt, format, args...) }
+
+// storageCause shortens a storage error about key (which the message
+// already names) to its cause, keeping it matchable.
+func storageCause(err error) error {
+	switch {
+	case errors.Is(err, storage.ErrNotExist):
+		return because(storage.ErrNotExist, "does not exist")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return because(io.ErrUnexpectedEOF, "shorter than the log says (%v)", err)
+	}
+	return err
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -47,7 +46,7 @@ func (t *Table) Earliest(ctx context.Context) (int64, error) {
 	if e < 0 {
 		_, file, _, err := lst.segmentFor(lst.latest)
 		if err == nil {
-			err = fmt.Errorf("%w: no version can be reconstructed", ErrVersionNotFound)
+			err = because(ErrVersionNotFound, "no version can be reconstructed")
 		}
 		return -1, t.err(lst.latest, file, err)
 	}
@@ -202,7 +201,7 @@ func (t *Table) History(ctx context.Context, fn func(VersionStats) error) error 
 			if !ok {
 				_, file, _, err := lst.segmentFor(u)
 				if err == nil {
-					err = fmt.Errorf("%w: commit %d missing", ErrLogGap, u)
+					err = because(ErrLogGap, "commit %d is missing", u)
 				}
 				return t.err(u, file, err)
 			}

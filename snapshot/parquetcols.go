@@ -67,7 +67,7 @@ func openParquet(ctx context.Context, st storage.Storage, key string, size int64
 	if size < 0 {
 		info, err := st.Stat(ctx, key)
 		if err != nil {
-			return nil, err
+			return nil, storageCause(err)
 		}
 		size = info.Size
 	}
@@ -75,7 +75,7 @@ func openParquet(ctx context.Context, st storage.Storage, key string, size int64
 	// round trips on object stores than parquet-go's many small reads.
 	data, err := storage.ReadRange(ctx, st, key, 0, size)
 	if err != nil {
-		return nil, err
+		return nil, storageCause(err)
 	}
 	f, err := parquet.OpenFile(bytesReaderAt(data), size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {

@@ -1,7 +1,6 @@
 package snapshot
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 )
@@ -206,7 +205,7 @@ func (l *logListing) segmentFor(v int64) (seg *segment, file string, needFull bo
 		return nil, "", l.from > 0, ErrNotDeltaTable
 	}
 	if v > l.latest {
-		return nil, "", false, fmt.Errorf("%w: version %d does not exist (the latest version is %d)", ErrVersionNotFound, v, l.latest)
+		return nil, "", false, because(ErrVersionNotFound, "version %d does not exist (the latest version is %d)", v, l.latest)
 	}
 	if v < l.from {
 		return nil, "", true, nil
@@ -226,14 +225,14 @@ func (l *logListing) segmentFor(v int64) (seg *segment, file string, needFull bo
 		// A missing commit: a gap, or the start of a cleaned-up log.
 		if seg.Checkpoint == nil && !l.anyCommitBefore(u) {
 			if e := l.earliest(); e >= 0 && e > v {
-				return nil, "", false, fmt.Errorf("%w: version %d is older than the earliest readable version %d (older log files were cleaned up)", ErrVersionNotFound, v, e)
+				return nil, "", false, because(ErrVersionNotFound, "version %d is older than the earliest readable version %d (older log files were cleaned up)", v, e)
 			}
 			if f, ok := l.incompleteCheckpoint(v); ok {
-				return nil, f.Key, false, fmt.Errorf("%w: version %d cannot be reconstructed: the checkpoint at version %d is incomplete and the commits before it are missing", ErrVersionNotFound, v, f.Version)
+				return nil, f.Key, false, because(ErrVersionNotFound, "version %d cannot be reconstructed: this checkpoint is incomplete (a part is missing) and the commits before it are gone", v)
 			}
-			return nil, "", false, fmt.Errorf("%w: version %d cannot be reconstructed: no checkpoint at or before it and no commit before version %d", ErrVersionNotFound, v, u)
+			return nil, "", false, because(ErrVersionNotFound, "version %d cannot be reconstructed: no checkpoint at or before it and no commit before version %d", v, u)
 		}
-		return nil, commitKey(u), false, fmt.Errorf("%w: needed to reconstruct version %d (the log jumps from version %d to %d)", ErrLogGap, v, u-1, l.nextCommit(u))
+		return nil, commitKey(u), false, because(ErrLogGap, "missing commit file: the log jumps from version %d to %d", u-1, l.nextCommit(u))
 	}
 	return seg, "", false, nil
 }

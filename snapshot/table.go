@@ -3,7 +3,6 @@ package snapshot
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -119,7 +118,7 @@ func OpenWithOptions(ctx context.Context, st storage.Storage, opts Options) (*Ta
 		}
 	}
 	if lst.latest < 0 {
-		return nil, t.err(-1, logDir, fmt.Errorf("%w: no commit or checkpoint files", ErrNotDeltaTable))
+		return nil, t.err(-1, logDir, because(ErrNotDeltaTable, "not a Delta table: no commit or checkpoint files"))
 	}
 	t.lst = lst
 	if _, err := t.Snapshot(ctx, lst.latest); err != nil {
@@ -251,7 +250,7 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 		version = t.listing().latest
 	}
 	if version < 0 {
-		return nil, t.err(-1, "", fmt.Errorf("%w: version %d", ErrVersionNotFound, version))
+		return nil, t.err(-1, "", because(ErrVersionNotFound, "no version %d", version))
 	}
 	t.mu.Lock()
 	s, ok := t.snaps.get(version)
@@ -294,9 +293,9 @@ func (t *Table) build(ctx context.Context, v int64) (*Snapshot, error) {
 	if c := t.cachedStart(seg); c != nil {
 		st = stateFromSnapshot(c)
 	} else if seg.Checkpoint != nil {
-		cs, err := t.checkpoint(ctx, *seg.Checkpoint)
+		cs, file, err := t.checkpoint(ctx, *seg.Checkpoint)
 		if err != nil {
-			return nil, t.err(v, seg.Checkpoint.Key(), err)
+			return nil, t.err(v, file, err)
 		}
 		st = stateFromCheckpoint(cs, seg.Checkpoint.Key())
 	} else {
@@ -410,14 +409,19 @@ func (t *Table) cachedStart(seg *segment) *Snapshot {
 	return best
 }
 
-// checkpoint reads (or returns the cached) checkpoint c, its adds interned.
-func (t *Table) checkpoint(ctx context.Context, c checkpointRef) (*checkpointState, error) {
+// checkpoint reads (or returns the cached) checkpoint c, its adds
+// interned. On failure it returns the key of the file at fault.
+func (t *Table) checkpoint(ctx context.Context, c checkpointRef) (*checkpointState, string, error) {
 	key := c.Key()
 	t.mu.Lock()
 	cs, ok := t.ckpts.get(key)
 	t.mu.Unlock()
 	if ok {
-		return cs, nil
+		return cs, "", nil
+	}
+	type result struct {
+		cs   *checkpointState
+		file string
 	}
 	r, err, _ := t.sf.Do("c"+key, func() (any, error) {
 		cs, file, err := readCheckpoint(ctx, t.st, c)
@@ -425,7 +429,7 @@ func (t *Table) checkpoint(ctx context.Context, c checkpointRef) (*checkpointSta
 			if file == "" {
 				file = key
 			}
-			return nil, t.err(c.Version, file, err)
+			return result{file: file}, err
 		}
 		for i, a := range cs.Adds {
 			cs.Adds[i] = t.intern.intern(a)
@@ -433,12 +437,10 @@ func (t *Table) checkpoint(ctx context.Context, c checkpointRef) (*checkpointSta
 		t.mu.Lock()
 		t.ckpts.put(key, cs, len(cs.Adds)+1)
 		t.mu.Unlock()
-		return cs, nil
+		return result{cs: cs}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return r.(*checkpointState), nil
+	res, _ := r.(result)
+	return res.cs, res.file, err
 }
 
 // loadJSON parses commit and compaction files (cached by commit version),

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 )
@@ -83,7 +82,7 @@ func (t *Table) VersionAt(ctx context.Context, ts time.Time) (int64, error) {
 		}
 	}
 	if len(infos) == 0 {
-		return -1, t.err(-1, "", fmt.Errorf("%w: no readable version", ErrVersionNotFound))
+		return -1, t.err(-1, "", because(ErrVersionNotFound, "no readable version"))
 	}
 	first := infos[0]
 	for _, in := range infos {
@@ -91,6 +90,6 @@ func (t *Table) VersionAt(ctx context.Context, ts time.Time) (int64, error) {
 			first = in
 		}
 	}
-	return -1, t.err(-1, "", fmt.Errorf("%w: %s is before the earliest commit (version %d at %s)",
-		ErrVersionNotFound, ts.UTC().Format(time.RFC3339Nano), first.Version, first.Timestamp.UTC().Format(time.RFC3339Nano)))
+	return -1, t.err(-1, "", because(ErrVersionNotFound, "%s is before the earliest commit (version %d at %s)",
+		ts.UTC().Format(time.RFC3339Nano), first.Version, first.Timestamp.UTC().Format(time.RFC3339Nano)))
 }
