@@ -7,6 +7,7 @@ import (
 	"syscall"
 
 	"github.com/deltafs/deltafs/sample"
+	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
 
@@ -14,7 +15,8 @@ import (
 //
 //   - nil → 0
 //   - a cancelled or timed-out request → EINTR
-//   - sample.ErrNotExist, and plain syscall errnos, as they are (ENOENT, ...)
+//   - sample.ErrNotExist and snapshot.ErrVersionNotFound → ENOENT; plain
+//     syscall errnos as they are
 //   - everything else → EIO, with a log line saying what failed (a
 //     vacuumed data file, a corrupt page, a row of the wrong size)
 //
@@ -27,7 +29,7 @@ func toErrno(log *slog.Logger, op, path string, err error) syscall.Errno {
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return syscall.EINTR
-	case errors.Is(err, sample.ErrNotExist):
+	case errors.Is(err, sample.ErrNotExist), errors.Is(err, snapshot.ErrVersionNotFound):
 		return syscall.ENOENT
 	case errors.As(err, &errno):
 		return errno

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"sync/atomic"
@@ -135,6 +136,11 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 
 	// Validate the table before mounting: it opens, lists, and its latest
 	// version can be read (protocol) and fits the sample spec.
+	if !strings.Contains(location, "://") {
+		if _, err := os.Stat(location); errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s: no such table: the directory does not exist", location)
+		}
+	}
 	st, err := storage.Open(ctx, location, global.storage)
 	if err != nil {
 		return err
