@@ -1,0 +1,77 @@
+// Package scan decodes the live rows of a Delta snapshot from its Parquet
+// data files.
+//
+// A Scan (New) projects a snapshot to some of its logical top-level
+// columns; File visits the live rows of one data file in file order, All
+// those of every file in snapshot order. Each row comes with its physical
+// index in the data file (what deletion vectors index); rows deleted by a
+// deletion vector are skipped. A FileReader (OpenFile) is one data file
+// opened once: it reads row ranges, finds the Parquet leaf column of a
+// field, and reads single pages through the offset index, for the read
+// path and its cache. AppendJSON renders a row as the JSON object that
+// `deltafs cat` prints and the mount serves.
+//
+// # Values
+//
+// Rows are []any in the order of Scan.Fields, with Go values by Delta type:
+//
+//	null           nil
+//	string         string
+//	binary         []byte (aliases a page buffer: valid during the callback)
+//	long           int64
+//	integer        int32
+//	short          int16
+//	byte           int8
+//	float          float32
+//	double         float64
+//	boolean        bool
+//	decimal(p,s)   Decimal (exact; JSON: a number literal with s decimals)
+//	date           time.Time, midnight UTC (JSON "2006-01-02")
+//	timestamp      time.Time, UTC (JSON "2006-01-02T15:04:05.000000Z")
+//	timestamp_ntz  time.Time, the wall clock as UTC (JSON without a zone)
+//	struct         Struct (field names and values in schema order)
+//	array          []any
+//	map            Map (entries in file order)
+//	void           nil
+//
+// The row slice is reused between rows: copy what you keep.
+//
+// # Reading Parquet
+//
+// Values are decoded page by page from the column chunks of the projected
+// columns only (parquet-go's page-level API, no reflection); byte arrays
+// are not copied. Physical encodings read: INT32, INT64 (TIMESTAMP MILLIS,
+// MICROS or NANOS; unannotated timestamps as MICROS), INT96 timestamps
+// (old Spark), DATE, decimals as INT32, INT64, FIXED_LEN_BYTE_ARRAY or
+// BYTE_ARRAY, booleans, floats, byte arrays; nested groups: structs, lists
+// in the 3-level form and the legacy 2-level and bare-repeated forms, and
+// maps. Codecs are those of parquet-go (uncompressed, snappy, gzip, zstd,
+// lz4raw, brotli); another one is an error naming the column.
+//
+// Columns are matched as the table's column mapping mode says: by logical
+// name (none; case-insensitively when the exact name is absent), by
+// physical name (name), by Parquet field id, else physical name (id),
+// nested fields included. A column missing from a data file (added later)
+// reads as null. A narrower type written before a type change is widened
+// to the table's type (Type Widening: integers, float or integer to
+// double, date to timestamp_ntz, decimal precision and scale, integer to
+// decimal); a recorded type change outside those is refused.
+//
+// # Partition values
+//
+// Partition columns take their value from the add action
+// (ParsePartitionValue): numbers, booleans, dates, timestamps as
+// "{date} {time}[.fraction]" or ISO 8601 with a zone, decimals (plain or
+// with an exponent), binary as the string's bytes. An empty string or a
+// missing value is null, for every type as the protocol says. A timestamp
+// without a zone is read in Options.PartitionTimeZone (UTC by default;
+// the protocol says it is the writer's zone, which the log does not keep).
+//
+// # Errors
+//
+// Errors about a data file are *FileError values that print as
+// "version N: PATH: cause". A data file missing from storage (vacuumed)
+// has a cause wrapping storage.ErrNotExist. A malformed file is an error,
+// never a panic: parquet-go's panics are recovered (panics of the
+// caller's callbacks are not).
+package scan

@@ -1,0 +1,113 @@
+package scan
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/deltafs/deltafs/storage"
+)
+
+// FileError is the error of reading one data file. It names the snapshot
+// version and the data file (its path as the log writes it), so that it
+// prints as
+//
+//	version 3: part-00001-….parquet: cause
+//
+// A data file missing from storage (vacuumed) has a cause wrapping
+// storage.ErrNotExist.
+type FileError struct {
+	Version int64
+	Path    string
+	Err     error
+}
+
+func (e *FileError) Error() string {
+	return fmt.Sprintf("version %d: %s: %v", e.Version, e.Path, e.Err)
+}
+
+func (e *FileError) Unwrap() error { return e.Err }
+
+// fileErr wraps err as a *FileError, unless it already is one.
+func fileErr(version int64, path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var fe *FileError
+	if errors.As(err, &fe) {
+		return err
+	}
+	return &FileError{Version: version, Path: path, Err: err}
+}
+
+// ioRecorder is an io.ReaderAt over one storage object that remembers the
+// first storage error, because parquet-go does not always wrap the errors
+// of its reader: the storage error is the cause worth reporting.
+type ioRecorder struct {
+	r io.ReaderAt
+
+	mu  sync.Mutex
+	err error
+}
+
+func (rec *ioRecorder) ReadAt(p []byte, off int64) (int, error) {
+	n, err := rec.r.ReadAt(p, off)
+	if err != nil && err != io.EOF {
+		rec.mu.Lock()
+		if rec.err == nil {
+			rec.err = err
+		}
+		rec.mu.Unlock()
+	}
+	return n, err
+}
+
+// cause returns the error to report for err, an error of parquet-go: the
+// storage error behind it when there was one.
+func (rec *ioRecorder) cause(err error) error {
+	rec.mu.Lock()
+	serr := rec.err
+	rec.mu.Unlock()
+	if serr == nil || errors.Is(err, serr) {
+		return err
+	}
+	if errors.Is(serr, storage.ErrNotExist) {
+		return serr
+	}
+	return fmt.Errorf("%w (%v)", serr, err)
+}
+
+// callbackPanic carries a panic raised by a caller's callback through
+// recoverParquet, which must not swallow it.
+type callbackPanic struct{ v any }
+
+// recoverParquet turns a panic inside parquet-go into an error in *err. A
+// panic raised by a caller's callback (wrapped in callbackPanic) goes on.
+func recoverParquet(err *error) {
+	p := recover()
+	if p == nil {
+		return
+	}
+	if cp, ok := p.(callbackPanic); ok {
+		panic(cp.v)
+	}
+	*err = fmt.Errorf("malformed Parquet file (parquet-go panicked: %v)", p)
+}
+
+// callFn calls a caller's callback so that a panic in it is not mistaken
+// for one of parquet-go.
+func callFn[T any](fn func(int64, T) error, row int64, v T) (err error) {
+	done := false
+	defer func() {
+		if !done {
+			// A nil recover is runtime.Goexit (t.FailNow): let it go on.
+			if p := recover(); p != nil {
+				panic(callbackPanic{p})
+			}
+		}
+	}()
+	err = fn(row, v)
+	done = true
+	return err
+}

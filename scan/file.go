@@ -1,0 +1,223 @@
+package scan
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/deltafs/deltafs/snapshot"
+	"github.com/deltafs/deltafs/storage"
+)
+
+// FileReader is one opened data file of a snapshot: its Parquet footer
+// (schema, row groups, page index) read once. It reads rows, finds the
+// leaf column of a field, and reads single pages through the offset index.
+// Safe for concurrent use: every read binds its own context.
+type FileReader struct {
+	st      storage.Storage
+	key     string // storage key
+	path    string // as the log writes it, for errors
+	version int64
+	mode    string // column mapping mode
+	file    *parquet.File
+	tz      *time.Location // for partition timestamps without a zone
+
+	snap *snapshot.Snapshot // nil for a bare Parquet file (tests)
+	add  *snapshot.AddFile
+}
+
+// openOptions are the parquet-go options for data files: one read of the
+// file's tail at open (footer and, usually, page index), no bloom filters.
+func openOptions() []parquet.FileOption {
+	return []parquet.FileOption{
+		parquet.SkipBloomFilters(true),
+		parquet.OptimisticRead(true),
+		parquet.ReadBufferSize(64 << 10),
+	}
+}
+
+// OpenFile opens data file f of snap, reading its Parquet footer. Errors
+// are *FileError values; a vacuumed file's wraps storage.ErrNotExist.
+func OpenFile(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddFile) (*FileReader, error) {
+	key, err := snap.FileKey(f.Path)
+	if err != nil {
+		return nil, fileErr(snap.Version, f.Path, err)
+	}
+	r, err := openParquet(ctx, snap.Table.Storage(), key, f.Size, snap.Version, f.Path)
+	if err != nil {
+		return nil, err
+	}
+	r.snap, r.add, r.mode = snap, f, snap.ColumnMappingMode()
+	return r, nil
+}
+
+// FileRowCount is the physical row count of data file f from its Parquet
+// footer, for files whose statistics lack numRecords.
+func FileRowCount(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddFile) (int64, error) {
+	r, err := OpenFile(ctx, snap, f)
+	if err != nil {
+		return 0, err
+	}
+	return r.NumRows(), nil
+}
+
+// openParquet opens a Parquet object; size <= 0 means unknown.
+func openParquet(ctx context.Context, st storage.Storage, key string, size, version int64, path string) (r *FileReader, err error) {
+	defer func() {
+		if err != nil {
+			err = fileErr(version, path, err)
+		}
+	}()
+	if size <= 0 {
+		info, err := st.Stat(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		size = info.Size
+	}
+	rec := &ioRecorder{r: storage.ReaderAt(ctx, st, key)}
+	pf, err := openRecovered(rec, size)
+	if err != nil {
+		return nil, rec.cause(err)
+	}
+	return &FileReader{st: st, key: key, path: path, version: version, mode: "none", file: pf, tz: time.UTC}, nil
+}
+
+func openRecovered(r *ioRecorder, size int64) (pf *parquet.File, err error) {
+	defer recoverParquet(&err)
+	return parquet.OpenFile(r, size, openOptions()...)
+}
+
+// supportedCodecs are the compression codecs parquet-go decodes.
+var supportedCodecs = map[format.CompressionCodec]bool{
+	format.Uncompressed: true,
+	format.Snappy:       true,
+	format.Gzip:         true,
+	format.Brotli:       true,
+	format.Zstd:         true,
+	format.Lz4Raw:       true,
+}
+
+// checkCodecs fails when a chunk of one of the leaf columns is compressed
+// with a codec parquet-go cannot decode (LZO, Hadoop-framed LZ4).
+func checkCodecs(pf *parquet.File, leaves []*parquet.Column) error {
+	for _, rg := range pf.Metadata().RowGroups {
+		for _, l := range leaves {
+			if i := l.Index(); i < len(rg.Columns) {
+				if c := rg.Columns[i].MetaData.Codec; !supportedCodecs[c] {
+					return fmt.Errorf("column %s: unsupported compression codec %s", colPath(l), c)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// NumRows is the physical row count of the file (its footer's).
+func (r *FileReader) NumRows() int64 { return r.file.NumRows() }
+
+// Parquet is the opened Parquet file, for page-level access.
+func (r *FileReader) Parquet() *parquet.File { return r.file }
+
+// Key is the file's storage key; Path its path as the log writes it.
+func (r *FileReader) Key() string  { return r.key }
+func (r *FileReader) Path() string { return r.path }
+
+// err wraps an error as a *FileError naming this file.
+func (r *FileReader) err(err error) error { return fileErr(r.version, r.path, err) }
+
+// column finds the top-level column of a logical field; nil when the file
+// does not have it.
+func (r *FileReader) column(field *snapshot.StructField) *parquet.Column {
+	res := resolver{mode: r.mode}
+	return res.child(r.file.Root(), field)
+}
+
+// ColumnLeaf returns the Parquet leaf column holding field, a top-level
+// primitive field of the table: its Index() is the column chunk index in
+// every row group. It returns nil (and no error) when the file does not
+// have the column: a column added after the file was written reads as
+// null. Partition columns and nested fields are errors.
+func (r *FileReader) ColumnLeaf(field snapshot.StructField) (*parquet.Column, error) {
+	if r.isPartition(field.Name) {
+		return nil, r.err(fmt.Errorf("column %q is a partition column: its values are in the log", field.Name))
+	}
+	col := r.column(&field)
+	if col == nil {
+		return nil, nil
+	}
+	if _, ok := field.Type.(*snapshot.PrimitiveType); !ok || !col.Leaf() || col.Repeated() {
+		return nil, r.err(fmt.Errorf("column %q is not a primitive column", field.Name))
+	}
+	return col, nil
+}
+
+func (r *FileReader) isPartition(name string) bool {
+	if r.snap == nil {
+		return false
+	}
+	for _, p := range r.snap.Metadata.PartitionColumns {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// PageAt reads the page of leaf column leaf (a column chunk index, see
+// ColumnLeaf) holding physical row row of the file, through the offset
+// index when the file has one. It returns the page and the physical index
+// of its first row; the page starts at a row boundary (without an offset
+// index: at row itself). The caller releases the page with
+// parquet.Release when done with it.
+func (r *FileReader) PageAt(ctx context.Context, leaf int, row int64) (pg parquet.Page, first int64, err error) {
+	defer func() {
+		if err != nil {
+			err = r.err(err)
+		}
+	}()
+	defer recoverParquet(&err)
+	if row < 0 || row >= r.NumRows() {
+		return nil, 0, fmt.Errorf("row %d out of range (the file has %d rows)", row, r.NumRows())
+	}
+	rgs := r.file.RowGroups()
+	if leaf < 0 || len(rgs) == 0 || leaf >= len(rgs[0].ColumnChunks()) {
+		return nil, 0, fmt.Errorf("no leaf column %d", leaf)
+	}
+	start := int64(0)
+	for _, rg := range rgs {
+		n := rg.NumRows()
+		if row >= start+n {
+			start += n
+			continue
+		}
+		cc, ok := rg.ColumnChunks()[leaf].(*parquet.FileColumnChunk)
+		if !ok {
+			return nil, 0, fmt.Errorf("leaf column %d is not a file column chunk", leaf)
+		}
+		rel, target := row-start, row-start
+		if oi, err := cc.OffsetIndex(); err == nil && oi != nil && oi.NumPages() > 0 {
+			np := oi.NumPages()
+			i := sort.Search(np, func(i int) bool { return oi.FirstRowIndex(i) > rel }) - 1
+			if i >= 0 {
+				target = oi.FirstRowIndex(i)
+			}
+		}
+		rec := &ioRecorder{r: storage.ReaderAt(ctx, r.st, r.key)}
+		pages := cc.PagesFrom(rec)
+		defer pages.Close()
+		if err := pages.SeekToRow(target); err != nil {
+			return nil, 0, rec.cause(err)
+		}
+		pg, err := pages.ReadPage()
+		if err != nil {
+			return nil, 0, rec.cause(err)
+		}
+		return pg, start + target, nil
+	}
+	return nil, 0, fmt.Errorf("row %d not found in the row groups", row)
+}
