@@ -1,0 +1,147 @@
+package s3test
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// motoCandidates are tried in order when moto_server is not on PATH.
+var motoCandidates = []string{"/root/.pyenv/shims/moto_server"}
+
+// MotoPath finds moto_server: on PATH, else at the machine image's pyenv
+// shim.
+func MotoPath() (string, error) {
+	if p, err := exec.LookPath("moto_server"); err == nil {
+		return p, nil
+	}
+	for _, p := range motoCandidates {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", errors.New("moto_server not found on PATH or at " + motoCandidates[0])
+}
+
+// RequireMoto returns moto_server's path. When it is missing, the test fails
+// under CI (CI=true), where moto is part of the machine image, and is
+// skipped loudly elsewhere.
+func RequireMoto(t testing.TB) string {
+	t.Helper()
+	p, err := MotoPath()
+	if err == nil {
+		return p
+	}
+	msg := fmt.Sprintf("s3test: %v; moto is preinstalled on the deltafs machine image (pip install 'moto[server]' elsewhere)", err)
+	if os.Getenv("CI") == "true" {
+		t.Fatal(msg + " — required under CI=true")
+	}
+	t.Skip("SKIPPING moto tests: " + msg)
+	return ""
+}
+
+// StartMoto starts moto_server on a free loopback port, waits until it
+// answers (about 3 s) and returns its endpoint; t.Cleanup stops it. moto
+// keeps everything in memory, so each call starts from no buckets.
+func StartMoto(t testing.TB) (endpoint string) {
+	t.Helper()
+	bin := RequireMoto(t)
+	var lastErr error
+	for try := 0; try < 3; try++ {
+		ep, stop, err := startMoto(bin)
+		if err == nil {
+			t.Cleanup(stop)
+			return ep
+		}
+		lastErr = err
+	}
+	t.Fatalf("s3test: start moto_server: %v", lastErr)
+	return ""
+}
+
+// lockedBuffer keeps the last output of a child for error messages.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() > 64<<10 {
+		b.buf.Reset()
+	}
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func startMoto(bin string) (endpoint string, stop func(), err error) {
+	port, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	// Its own process group: the pyenv shim and python are stopped together.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	stop = func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
+	}
+	endpoint = "http://127.0.0.1:" + strconv.Itoa(port)
+	client := &http.Client{Timeout: time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := client.Get(endpoint + "/moto-api/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode < 500 {
+				client.CloseIdleConnections()
+				return endpoint, stop, nil
+			}
+		}
+		select {
+		case <-exited:
+			return "", nil, fmt.Errorf("moto_server exited before it was ready: %s", out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return "", nil, fmt.Errorf("moto_server on port %d not ready after 30 s: %s", port, out.String())
+		}
+	}
+}

@@ -1,0 +1,213 @@
+// Package s3test runs S3-compatible servers on 127.0.0.1 for tests: gofakes3
+// in process (fast, no signature checks), moto_server as a child process (a
+// second opinion that checks SigV4; slow GETs), and Toxiproxy in process
+// between a client and a server for fault injection. It also uploads local
+// table directories.
+//
+// Every server is stopped by t.Cleanup. Clients use path-style URLs, region
+// us-east-1 and the static credentials AccessKey/SecretKey.
+package s3test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+	"github.com/johannesboyne/gofakes3"
+	"github.com/johannesboyne/gofakes3/backend/s3mem"
+)
+
+// Test credentials. gofakes3 accepts anything; moto accepts any key pair
+// (it checks the signature's form, not the key: see StartMoto).
+const (
+	AccessKey = "AKIADELTAFSTEST00001"
+	SecretKey = "deltafs/test/secret/key/0123456789abcdef"
+	Region    = "us-east-1"
+)
+
+// Fake is an in-process gofakes3 server (memory backend) on a real loopback
+// listener. Stop and Start restart it on the same address with the same
+// objects, like a server that goes away and comes back.
+type Fake struct {
+	Endpoint string         // http://127.0.0.1:port
+	Backend  *s3mem.Backend // the objects, shared across restarts
+
+	addr    string
+	handler http.Handler
+
+	mu   sync.Mutex
+	srv  *http.Server
+	done chan struct{}
+}
+
+// NewFake starts gofakes3. wrap, if not nil, wraps its handler (fault and
+// compatibility middleware: see Throttle, StripHeader).
+func NewFake(t testing.TB, wrap func(http.Handler) http.Handler) *Fake {
+	t.Helper()
+	be := s3mem.New()
+	var h http.Handler = gofakes3.New(be, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("s3test: listen: %v", err)
+	}
+	f := &Fake{Backend: be, addr: ln.Addr().String(), handler: h}
+	f.Endpoint = "http://" + f.addr
+	f.serve(ln)
+	t.Cleanup(f.Stop)
+	return f
+}
+
+// StartGofakes3 starts an in-process gofakes3 and returns its endpoint. It
+// has no buckets: create them with CreateBucket or UploadDir.
+func StartGofakes3(t testing.TB) (endpoint string) {
+	t.Helper()
+	return NewFake(t, nil).Endpoint
+}
+
+func (f *Fake) serve(ln net.Listener) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	srv := &http.Server{Handler: f.handler}
+	f.srv = srv
+	done := make(chan struct{})
+	f.done = done
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+}
+
+// Stop closes the listener and every open connection, and waits until the
+// server has stopped. Stopping a stopped server does nothing.
+func (f *Fake) Stop() {
+	f.mu.Lock()
+	srv, done := f.srv, f.done
+	f.srv = nil
+	f.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	_ = srv.Close() // closes the listener and every connection
+	<-done
+}
+
+// Start restarts a stopped server on the same address. The port may
+// briefly be unavailable; Start retries for up to 5 s.
+func (f *Fake) Start(t testing.TB) {
+	t.Helper()
+	f.mu.Lock()
+	running := f.srv != nil
+	f.mu.Unlock()
+	if running {
+		return
+	}
+	var ln net.Listener
+	var err error
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		ln, err = net.Listen("tcp", f.addr)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("s3test: restart on %s: %v", f.addr, err)
+	}
+	f.serve(ln)
+}
+
+// NewClient is a plain SDK client for endpoint (path style, static test
+// credentials), for setting up and changing objects behind a store's back.
+func NewClient(endpoint string) *s3.Client {
+	return s3.New(s3.Options{
+		Region:                     Region,
+		BaseEndpoint:               aws.String(endpoint),
+		UsePathStyle:               true,
+		Credentials:                credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
+		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
+		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
+		HTTPClient:                 &http.Client{Timeout: 30 * time.Second},
+	})
+}
+
+// CreateBucket creates bucket on the server at endpoint; an existing bucket
+// is fine.
+func CreateBucket(t testing.TB, endpoint, bucket string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := NewClient(endpoint).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String(bucket)})
+	var ae smithy.APIError
+	if err != nil && errors.As(err, &ae) {
+		switch ae.ErrorCode() {
+		case "BucketAlreadyOwnedByYou", "BucketAlreadyExists":
+			err = nil
+		}
+	}
+	if err != nil {
+		t.Fatalf("s3test: create bucket %s: %v", bucket, err)
+	}
+}
+
+// Put stores one object.
+func Put(t testing.TB, endpoint, bucket, key string, data []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := NewClient(endpoint).PutObject(ctx, &s3.PutObjectInput{
+		Bucket: aws.String(bucket), Key: aws.String(key),
+		Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+	})
+	if err != nil {
+		t.Fatalf("s3test: put s3://%s/%s: %v", bucket, key, err)
+	}
+}
+
+// UploadDir uploads every regular file under localDir (a table directory
+// such as testdata/delta/<table>) to bucket, under prefix, keeping relative
+// paths as keys: localDir/_delta_log/0.json becomes prefix/_delta_log/0.json
+// (prefix "" for the bucket root). It creates the bucket when missing and
+// returns the number of files uploaded.
+func UploadDir(t testing.TB, endpoint, bucket, prefix, localDir string) int {
+	t.Helper()
+	CreateBucket(t, endpoint, bucket)
+	if prefix != "" && prefix[len(prefix)-1] != '/' {
+		prefix += "/"
+	}
+	n := 0
+	err := filepath.WalkDir(localDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(localDir, p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		Put(t, endpoint, bucket, prefix+filepath.ToSlash(rel), data)
+		n++
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("s3test: upload %s: %v", localDir, err)
+	}
+	return n
+}
