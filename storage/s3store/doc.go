@@ -1,0 +1,99 @@
+// Package s3store is deltafs's S3 backend: a Delta table under an S3 (or
+// S3-compatible) prefix, behind the storage.Storage interface. It registers
+// the "s3" scheme with storage.Register, so a blank import makes
+// storage.Open("s3://bucket/prefix/to/table", opts) work.
+//
+// # Locations, keys and configuration
+//
+// s3://bucket/prefix/to/table maps a table key k to the object
+// "prefix/to/table/k" (s3://bucket maps k to k). Locations with
+// credentials, a query or a fragment are refused. Location() is
+// s3://bucket/prefix, never with credentials.
+//
+// Configuration is the AWS SDK's (config.LoadDefaultConfig): credentials
+// from the environment, AWS_PROFILE and the shared files, web identity,
+// container credentials or IMDS; region from --s3-region, else the AWS
+// configuration, else us-east-1; endpoint from --s3-endpoint, else
+// AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL, else AWS. --s3-path-style for
+// MinIO-like servers; --s3-anonymous sends unsigned requests (public
+// buckets). Credentials are retrieved once when the store is opened, so
+// that their absence is reported at open. Request and response checksums
+// are computed only where S3 requires them (WhenRequired), which keeps
+// plain-http endpoints and servers without checksums working and quiet.
+//
+// # Contract (on top of package storage's)
+//
+//   - List is ListObjectsV2 with Prefix and StartAfter over every page;
+//     keys are filtered (and, if needed, sorted) again on the client since
+//     some servers ignore StartAfter. A prefix without objects is an empty
+//     list, not ErrNotExist.
+//   - Stat is HeadObject (size, ETag, LastModified). ReadAt is one GET with
+//     Range: bytes=off-end; the body must be exactly the bytes asked for
+//     (Content-Range and Content-Length are checked, the body is read in
+//     full), else the attempt failed and is retried: a body cut short is
+//     never returned as data. io.EOF follows io.ReaderAt.
+//   - Identity pinning: the first Stat or ReadAt of a key records its size
+//     and ETag. Later Stats are answered from the pin (no request); later
+//     reads send If-Match with the pinned ETag and check the size and ETag
+//     of every response. A 412, a different ETag or size, or a 416 inside
+//     the pinned size fails with an error wrapping storage.ErrChanged that
+//     names the key: bytes of two versions of an object are never mixed.
+//     Keys for which Options.Mutable is true are not pinned (by default
+//     only _delta_log/_last_checkpoint, which Delta rewrites in place). A
+//     Put forgets the key's pin. Pins live as long as the store (about 100
+//     bytes per key).
+//   - Not found (NoSuchKey, 404) wraps storage.ErrNotExist; so does a
+//     missing bucket ("bucket b does not exist").
+//   - Put is PutObject from memory; put-if-absent sends If-None-Match: *
+//     and maps 412 to storage.ErrExist. Before the first conditional put a
+//     store probes once that the server honours If-None-Match and refuses
+//     conditional puts if it does not; see Put.
+//
+// # Errors
+//
+// Failures are *Error values whose message says what is wrong in words:
+// "s3://b/t/k: object does not exist", "s3://b/t: access denied (check
+// credentials ...)", "s3://b/t: bucket b does not exist", "s3://b/t:
+// invalid credentials: ...", "s3://b/t: no usable AWS credentials (...)",
+// "s3://b/t/k: the server is throttling requests; gave up after 5
+// attempts (...)". Denied access, bad or expired credentials, a missing
+// bucket or object, and a changed object are permanent: they are not
+// retried (Error.Permanent). Neither errors nor log records contain
+// credentials: the SDK signs requests but never prints keys, request
+// logging is off, and locations with user:secret@ are refused without
+// being echoed. The mount turns ErrNotExist into ENOENT and everything
+// else into EIO.
+//
+// # Retries and timeouts
+//
+// Every request is retried by the SDK's standard retryer, tuned: at most
+// Options.MaxAttempts attempts (default 5, the first included), with
+// jittered exponential backoff (the delay before attempt n+1 is uniform in
+// [0, min(2^(n-1) s, MaxBackoff)), MaxBackoff default 4 s), on throttling
+// (503 SlowDown, 429 and the SDK's throttle codes), 5xx, connection
+// errors (refused, reset, closed) and timeouts. The SDK's retry quota is
+// off: MaxConcurrency already bounds the load, and a quota would turn a
+// brief outage of a busy mount into instant failures. GETs are retried by
+// this package rather than the SDK, because a GET can also fail while its
+// body is read (reset, stall, short body) after the SDK has returned; both
+// kinds of failure share the one attempt budget.
+//
+// Options.RequestTimeout (default 30 s) bounds each attempt from sending
+// the request to reading the last byte of its body (http.Client.Timeout),
+// so a stalled response fails that attempt and is retried instead of
+// hanging a read. A read therefore fails after at most about
+// MaxAttempts × (RequestTimeout + MaxBackoff), and at once when its
+// context is done.
+//
+// # Concurrency and ranged reads
+//
+// At most Options.MaxConcurrency (default 64) HTTP requests are in flight
+// per store; a GET holds its slot until its body is closed. ReadRanges
+// reads many ranges of one object with few GETs: ranges closer than
+// Options.CoalesceGap (64 KiB) are merged into one GET (up to MaxCoalesce,
+// 16 MiB), and the GETs run in parallel. Stats exposes request counts by
+// kind, retries, bytes fetched, coalesced ranges and the peak concurrency.
+//
+// Close closes idle connections; a store without outstanding requests
+// leaves no goroutines or connections behind after Close.
+package s3store

@@ -1,0 +1,215 @@
+package s3store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
+	"github.com/aws/smithy-go"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/deltafs/deltafs/storage"
+)
+
+// Error is a failed S3 operation. Its message names the object (or the
+// table, for bucket and credential problems), says what went wrong in
+// words, and ends with the operation and the server's answer. It never
+// contains credentials.
+//
+// errors.Is matches the storage sentinel it stands for (ErrNotExist,
+// ErrExist, ErrChanged), if any, and errors.As reaches the SDK's error
+// (smithy.APIError and friends).
+type Error struct {
+	Location string // s3://bucket/prefix
+	Op       string // S3 operation: GetObject, HeadObject, ListObjectsV2, PutObject, DeleteObject
+	Key      string // key relative to the table; "" for the table itself
+	Reason   string // what went wrong, in words
+	Attempts int    // attempts made (0 when unknown)
+	// Permanent is set when retrying cannot help (not found, denied, bad
+	// credentials, missing bucket, changed object).
+	Permanent bool
+	Err       error // cause: the SDK's error, or nil
+
+	kind      error // storage sentinel, or nil
+	tableWide bool  // the problem is the table's (bucket, credentials), not the key's
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Location)
+	if e.Key != "" && !e.tableWide {
+		b.WriteString("/")
+		b.WriteString(e.Key)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Reason)
+	if e.kind == storage.ErrNotExist && !e.tableWide {
+		return b.String() // "s3://b/t/k: object does not exist" says it all
+	}
+	var detail []string
+	if e.Op != "" {
+		op := e.Op
+		if e.Key != "" && e.tableWide {
+			op += " " + e.Key
+		}
+		detail = append(detail, op)
+	}
+	if e.Attempts > 1 {
+		detail = append(detail, fmt.Sprintf("%d attempts", e.Attempts))
+	}
+	if e.Err != nil {
+		detail = append(detail, describe(e.Err))
+	}
+	if len(detail) > 0 {
+		b.WriteString(" (")
+		b.WriteString(strings.Join(detail, ", "))
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns the storage sentinel and the cause.
+func (e *Error) Unwrap() []error {
+	var out []error
+	if e.kind != nil {
+		out = append(out, e.kind)
+	}
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	return out
+}
+
+// describe is a short form of an SDK error: the HTTP status and the S3
+// error code and message when there is one.
+func describe(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		msg := ae.ErrorCode()
+		if st := httpStatus(err); st != 0 {
+			msg = fmt.Sprintf("HTTP %d %s", st, msg)
+		}
+		if m := ae.ErrorMessage(); m != "" && m != ae.ErrorCode() {
+			msg += ": " + m
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+func httpStatus(err error) int {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) {
+		return re.HTTPStatusCode()
+	}
+	return 0
+}
+
+func errorCode(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) {
+		return ae.ErrorCode()
+	}
+	return ""
+}
+
+func responseHeader(err error, name string) string {
+	var re *smithyhttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		return re.Response.Header.Get(name)
+	}
+	return ""
+}
+
+// Reasons, in words.
+const (
+	reasonNotExist      = "object does not exist"
+	reasonDenied        = "access denied (check credentials and the bucket policy; without s3:ListBucket a missing object also reads as denied)"
+	reasonNoCredentials = "no usable AWS credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or use an instance or web-identity role; --s3-anonymous for public buckets)"
+	reasonChanged       = "object changed since it was first read (its size or ETag differs); refusing to mix two versions"
+	reasonExists        = "object already exists"
+	reasonIgnoresINM    = "s3 store ignores If-None-Match; concurrent commits would be unsafe"
+)
+
+func isCanceled(ctx context.Context, err error) bool {
+	var ce *smithy.CanceledError
+	return errors.As(err, &ce) || errors.Is(err, context.Canceled) ||
+		(ctx.Err() != nil && errors.Is(err, ctx.Err()))
+}
+
+// classify turns the final error of an operation into an *Error.
+func (s *Store) classify(ctx context.Context, op, key string, err error, attempts int) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	e = &Error{Location: s.loc, Op: op, Key: key, Attempts: attempts, Err: err}
+	code, status := errorCode(err), httpStatus(err)
+	var se *v4.SigningError
+	switch {
+	case isCanceled(ctx, err):
+		e.Reason = "canceled"
+		e.Permanent = true
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			e.Reason = ctxErr.Error()
+			e.Err = errors.Join(ctxErr, err)
+		}
+	case errors.As(err, &se):
+		e.Reason, e.Permanent, e.tableWide = reasonNoCredentials, true, true
+	case code == "NoSuchKey" || (code == "NotFound" && op != "ListObjectsV2") || (status == http.StatusNotFound && code == ""):
+		e.Reason, e.kind, e.Permanent = reasonNotExist, storage.ErrNotExist, true
+	case code == "NoSuchBucket":
+		e.Reason = fmt.Sprintf("bucket %s does not exist", s.bucket)
+		e.kind, e.Permanent, e.tableWide = storage.ErrNotExist, true, true
+	case code == "InvalidAccessKeyId":
+		e.Reason = "invalid credentials: the server does not know the access key id (check credentials)"
+		e.Permanent, e.tableWide = true, true
+	case code == "SignatureDoesNotMatch":
+		e.Reason = "invalid credentials: the request signature does not match (check the secret access key)"
+		e.Permanent, e.tableWide = true, true
+	case code == "ExpiredToken" || code == "TokenRefreshRequired" || code == "InvalidToken" || code == "RequestExpired":
+		e.Reason = "credentials expired or invalid session token (refresh the credentials)"
+		e.Permanent, e.tableWide = true, true
+	case code == "AccessDenied" || code == "AllAccessDisabled" || code == "AccountProblem" ||
+		code == "Forbidden" || status == http.StatusForbidden:
+		e.Reason, e.Permanent, e.tableWide = reasonDenied, true, true
+	case code == "PermanentRedirect" || code == "AuthorizationHeaderMalformed" || code == "IllegalLocationConstraintException" || status == http.StatusMovedPermanently:
+		e.Reason = "the bucket is in another region; set --s3-region (or AWS_REGION)"
+		if r := responseHeader(err, "x-amz-bucket-region"); r != "" {
+			e.Reason = fmt.Sprintf("bucket %s is in region %s; set --s3-region %s (or AWS_REGION)", s.bucket, r, r)
+		}
+		e.Permanent, e.tableWide = true, true
+	case code == "SlowDown" || status == http.StatusTooManyRequests || code == "Throttling" || code == "ThrottlingException" || code == "RequestLimitExceeded":
+		e.Reason = "the server is throttling requests; gave up"
+		if attempts > 1 {
+			e.Reason = fmt.Sprintf("the server is throttling requests; gave up after %d attempts", attempts)
+		}
+	case status >= 500:
+		e.Reason = fmt.Sprintf("server error; gave up after %d attempts", attempts)
+	case status >= 400:
+		e.Reason = "request refused"
+		e.Permanent = !s.retryer.IsErrorRetryable(err)
+	default:
+		if attempts > 1 {
+			e.Reason = fmt.Sprintf("I/O error; gave up after %d attempts", attempts)
+		} else {
+			e.Reason = "I/O error"
+		}
+	}
+	return e
+}
+
+func errNotExist(s *Store, op, key string) *Error {
+	return &Error{Location: s.loc, Op: op, Key: key, Reason: reasonNotExist, kind: storage.ErrNotExist, Permanent: true}
+}
+
+func errChanged(s *Store, op, key, detail string) *Error {
+	r := reasonChanged
+	if detail != "" {
+		r += ": " + detail
+	}
+	return &Error{Location: s.loc, Op: op, Key: key, Reason: r, kind: storage.ErrChanged, Permanent: true}
+}

@@ -1,0 +1,452 @@
+package s3store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/deltafs/deltafs/storage"
+)
+
+// pin is the identity of an object as first seen.
+type pin struct {
+	size    int64
+	etag    string // normalised (no quotes); "" when the server sent none
+	rawETag string // as sent, for If-Match
+	mod     time.Time
+}
+
+func normETag(s string) string {
+	s = strings.TrimPrefix(s, "W/")
+	return strings.Trim(s, `"`)
+}
+
+func (s *Store) pinned(key string) (pin, bool) {
+	s.pinMu.RLock()
+	p, ok := s.pins[key]
+	s.pinMu.RUnlock()
+	return p, ok
+}
+
+// setPin records key's identity, or fails with ErrChanged when a different
+// one is pinned already. Mutable keys are not pinned.
+func (s *Store) setPin(op, key string, p pin) error {
+	if s.opts.Mutable(key) {
+		return nil
+	}
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
+	old, ok := s.pins[key]
+	if !ok {
+		s.pins[key] = p
+		return nil
+	}
+	if old.size != p.size || (old.etag != "" && p.etag != "" && old.etag != p.etag) {
+		return errChanged(s, op, key, fmt.Sprintf("pinned %d bytes ETag %q, now %d bytes ETag %q", old.size, old.etag, p.size, p.etag))
+	}
+	return nil
+}
+
+func (s *Store) unpin(key string) {
+	s.pinMu.Lock()
+	delete(s.pins, key)
+	s.pinMu.Unlock()
+}
+
+func (p pin) info(key string) storage.ObjectInfo {
+	return storage.ObjectInfo{Key: key, Size: p.size, ModTime: p.mod, ETag: p.etag}
+}
+
+// Stat implements storage.Storage. The first Stat or read of a key pins its
+// identity; a pinned key is answered from the pin without a request.
+func (s *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
+	if p, ok := s.pinned(key); ok {
+		return p.info(key), nil
+	}
+	p, err := s.head(ctx, key)
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	if err := s.setPin("HeadObject", key, p); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	return p.info(key), nil
+}
+
+func (s *Store) head(ctx context.Context, key string) (pin, error) {
+	if err := checkKey(key); err != nil {
+		return pin{}, err
+	}
+	octx, st := withOp(ctx)
+	out, err := s.client.HeadObject(octx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.fullKey(key))})
+	n := int(st.attempts.Load())
+	s.countRetries(n)
+	if err != nil {
+		return pin{}, s.classify(ctx, "HeadObject", key, err, n)
+	}
+	raw := aws.ToString(out.ETag)
+	return pin{size: aws.ToInt64(out.ContentLength), etag: normETag(raw), rawETag: raw, mod: aws.ToTime(out.LastModified)}, nil
+}
+
+func (s *Store) countRetries(attempts int) {
+	if attempts > 1 {
+		s.st.retries.Add(int64(attempts - 1))
+	}
+}
+
+func checkKey(key string) error {
+	if key == "" || strings.HasPrefix(key, "/") {
+		return fmt.Errorf("s3: invalid key %q", key)
+	}
+	return nil
+}
+
+// ReadAt implements storage.Storage with one ranged GET (bytes=off-end).
+// The first read of an unpinned key pins the identity in its response;
+// later reads send If-Match with the pinned ETag and check size and ETag of
+// every response, failing with storage.ErrChanged on a mismatch.
+func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("%s/%s: negative offset %d", s.loc, key, off)
+	}
+	if err := checkKey(key); err != nil {
+		return 0, err
+	}
+	for tries := 0; ; tries++ {
+		if pn, ok := s.pinned(key); ok {
+			if len(p) == 0 {
+				return 0, nil
+			}
+			if off >= pn.size {
+				return 0, io.EOF
+			}
+			n := int(min(int64(len(p)), pn.size-off))
+			if _, err := s.get(ctx, key, off, p[:n], &pn); err != nil {
+				return 0, err
+			}
+			if n < len(p) {
+				return n, io.EOF
+			}
+			return n, nil
+		}
+		if len(p) == 0 {
+			_, err := s.Stat(ctx, key)
+			return 0, err
+		}
+		res, err := s.get(ctx, key, off, p, nil)
+		if errors.Is(err, errInvalidRange) {
+			// off is at or past the end (or the object is empty): learn
+			// the size, and pin it, from a HEAD.
+			p2, herr := s.head(ctx, key)
+			if herr != nil {
+				return 0, herr
+			}
+			if perr := s.setPin("HeadObject", key, p2); perr != nil {
+				return 0, perr
+			}
+			if off >= p2.size {
+				return 0, io.EOF
+			}
+			if tries > 0 || s.opts.Mutable(key) {
+				return 0, &Error{Location: s.loc, Op: "GetObject", Key: key, Reason: fmt.Sprintf("range at %d refused although the object has %d bytes", off, p2.size), Err: err}
+			}
+			continue // the object grew between GET and HEAD: read through the pin
+		}
+		if err != nil {
+			return 0, err
+		}
+		if perr := s.setPin("GetObject", key, pin{size: res.total, etag: normETag(res.rawETag), rawETag: res.rawETag, mod: res.mod}); perr != nil {
+			return 0, perr
+		}
+		if res.n < len(p) {
+			return res.n, io.EOF
+		}
+		return res.n, nil
+	}
+}
+
+// errInvalidRange marks a 416 answer: the range starts at or after the end.
+var errInvalidRange = errors.New("range not satisfiable")
+
+type getResult struct {
+	n       int   // bytes read into dst
+	total   int64 // object size
+	rawETag string
+	mod     time.Time
+}
+
+// get reads bytes [off, off+len(dst)) of key into dst, retrying throttling,
+// server errors, network errors, timeouts and short or broken bodies up to
+// MaxAttempts attempts in all. With p it sends If-Match and requires the
+// response to match the pin and fill dst; without, the object may end
+// before dst is full (res.n < len(dst)).
+//
+// The SDK's own retry loop is off for GETs because it ends when the
+// headers arrive: a body cut short is only seen here, and must count
+// against the same attempt budget.
+func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *pin) (getResult, error) {
+	in := &s3.GetObjectInput{
+		Bucket: &s.bucket,
+		Key:    aws.String(s.fullKey(key)),
+		Range:  aws.String(fmt.Sprintf("bytes=%d-%d", off, off+int64(len(dst))-1)),
+	}
+	if p != nil && p.rawETag != "" {
+		in.IfMatch = aws.String(p.rawETag)
+	}
+	octx, st := withOp(ctx)
+	for attempt := 1; ; attempt++ {
+		res, err, retryable := s.getOnce(octx, key, in, off, dst, p)
+		if err == nil {
+			s.countRetries(int(st.attempts.Load()))
+			return res, nil
+		}
+		n := int(st.attempts.Load())
+		if !retryable || attempt >= s.opts.MaxAttempts || ctx.Err() != nil {
+			s.countRetries(n)
+			if errors.Is(err, errInvalidRange) && p == nil {
+				return res, err
+			}
+			return res, s.classify(ctx, "GetObject", key, err, n)
+		}
+		s.log.Debug("s3: retrying", "op", "GetObject", "location", s.loc, "key", key, "attempt", attempt+1, "err", describe(err))
+		if serr := s.sleep(ctx, attempt, err); serr != nil {
+			s.countRetries(n)
+			return res, s.classify(ctx, "GetObject", key, serr, n)
+		}
+	}
+}
+
+// noSDKRetry makes the SDK send a request once; get retries itself.
+func noSDKRetry(o *s3.Options) { o.Retryer = retry.AddWithMaxAttempts(o.Retryer, 1) }
+
+// sleep waits the retryer's jittered exponential delay before attempt+1.
+func (s *Store) sleep(ctx context.Context, attempt int, err error) error {
+	d, derr := s.retryer.RetryDelay(attempt, err)
+	if derr != nil {
+		d = s.opts.MaxBackoff
+	}
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// bodyError is a failure while reading a response body: a cut connection,
+// a stall past the request timeout, or fewer bytes than announced.
+type bodyError struct {
+	want, got int64
+	err       error
+}
+
+func (e *bodyError) Error() string {
+	return fmt.Sprintf("response body cut short: %d of %d bytes: %v", e.got, e.want, e.err)
+}
+func (e *bodyError) Unwrap() error { return e.err }
+
+// getOnce is one attempt of get.
+func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, off int64, dst []byte, p *pin) (res getResult, err error, retryable bool) {
+	out, err := s.client.GetObject(ctx, in, noSDKRetry)
+	if err != nil {
+		switch code, status := errorCode(err), httpStatus(err); {
+		case code == "InvalidRange" || status == http.StatusRequestedRangeNotSatisfiable:
+			if p != nil {
+				return res, errChanged(s, "GetObject", key, fmt.Sprintf("range at %d of a %d-byte object refused", off, p.size)), false
+			}
+			return res, fmt.Errorf("%w: %w", errInvalidRange, err), false
+		case code == "PreconditionFailed" || status == http.StatusPreconditionFailed:
+			return res, errChanged(s, "GetObject", key, "If-Match on the pinned ETag failed"), false
+		}
+		return res, err, !isCanceled(ctx, err) && s.retryer.IsErrorRetryable(err)
+	}
+	defer out.Body.Close()
+	res.rawETag = aws.ToString(out.ETag)
+	res.mod = aws.ToTime(out.LastModified)
+	if p != nil && p.etag != "" && res.rawETag != "" && normETag(res.rawETag) != p.etag {
+		// A server that ignores If-Match.
+		return res, errChanged(s, "GetObject", key, fmt.Sprintf("pinned ETag %q, got %q", p.etag, normETag(res.rawETag))), false
+	}
+
+	var want int64
+	if cr := aws.ToString(out.ContentRange); cr != "" {
+		start, end, total, ok := parseContentRange(cr)
+		if !ok || start != off || end < start {
+			return res, fmt.Errorf("unexpected Content-Range %q for %s", cr, aws.ToString(in.Range)), true
+		}
+		res.total = total
+		want = end - start + 1
+		if exp := min(int64(len(dst)), total-off); want != exp {
+			return res, fmt.Errorf("Content-Range %q for %s: expected %d bytes", cr, aws.ToString(in.Range), exp), true
+		}
+		if cl := out.ContentLength; cl != nil && *cl != want {
+			return res, fmt.Errorf("Content-Length %d disagrees with Content-Range %q", *cl, cr), true
+		}
+	} else {
+		// 200 with the whole object: the server ignored Range.
+		if out.ContentLength == nil || *out.ContentLength < 0 {
+			return res, fmt.Errorf("full response without Content-Length for %s", aws.ToString(in.Range)), true
+		}
+		res.total = *out.ContentLength
+		if off >= res.total {
+			return res, fmt.Errorf("%w: offset %d, object %d bytes", errInvalidRange, off, res.total), false
+		}
+		if n, err := io.CopyN(io.Discard, out.Body, off); err != nil {
+			s.st.bytes.Add(n)
+			return res, &bodyError{want: off, got: n, err: err}, !isCanceled(ctx, err)
+		}
+		s.st.bytes.Add(off)
+		want = min(int64(len(dst)), res.total-off)
+	}
+	if p != nil && res.total != p.size {
+		return res, errChanged(s, "GetObject", key, fmt.Sprintf("pinned %d bytes, now %d", p.size, res.total)), false
+	}
+	if p != nil && want != int64(len(dst)) {
+		return res, errChanged(s, "GetObject", key, "short range"), false
+	}
+	n, err := io.ReadFull(out.Body, dst[:want])
+	s.st.bytes.Add(int64(n))
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return res, &bodyError{want: want, got: int64(n), err: err}, !isCanceled(ctx, err)
+	}
+	res.n = n
+	return res, nil, false
+}
+
+// parseContentRange parses "bytes start-end/total".
+func parseContentRange(s string) (start, end, total int64, ok bool) {
+	rest, found := strings.CutPrefix(s, "bytes ")
+	if !found {
+		return 0, 0, 0, false
+	}
+	rng, tot, found := strings.Cut(rest, "/")
+	if !found {
+		return 0, 0, 0, false
+	}
+	a, b, found := strings.Cut(rng, "-")
+	if !found {
+		return 0, 0, 0, false
+	}
+	var err1, err2, err3 error
+	start, err1 = strconv.ParseInt(a, 10, 64)
+	end, err2 = strconv.ParseInt(b, 10, 64)
+	total, err3 = strconv.ParseInt(tot, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || start < 0 || end >= total {
+		return 0, 0, 0, false
+	}
+	return start, end, total, true
+}
+
+// Range is a byte range of an object: Len bytes at Off.
+type Range struct {
+	Off, Len int64
+}
+
+// ReadRanges reads several ranges of one object and returns their bytes in
+// the order given. Ranges may be unsorted and may overlap.
+//
+// Neighbouring ranges are coalesced: sorted by offset, a range joins the
+// GET of the previous ones when the gap between them is at most
+// Options.CoalesceGap (64 KiB by default) and the merged GET stays within
+// Options.MaxCoalesce (16 MiB); the bytes of the gap are fetched and
+// dropped, which costs less than another round trip. The merged GETs run
+// in parallel (within the store's MaxConcurrency), each retried like
+// ReadAt. The returned slices may share a backing array (capacity is
+// clipped, so appending to one never overwrites another).
+//
+// Every range must lie within the object: one that runs past the end
+// fails the call with an error wrapping io.ErrUnexpectedEOF. Like ReadAt,
+// the object's identity is pinned (an unpinned key with more than one
+// merged GET is pinned with a HEAD first) and a change is
+// storage.ErrChanged.
+func (s *Store) ReadRanges(ctx context.Context, key string, ranges []Range) ([][]byte, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	out := make([][]byte, len(ranges))
+	order := make([]int, 0, len(ranges))
+	for i, r := range ranges {
+		if r.Off < 0 || r.Len < 0 {
+			return nil, fmt.Errorf("%s/%s: invalid range %d+%d", s.loc, key, r.Off, r.Len)
+		}
+		if r.Len == 0 {
+			out[i] = []byte{}
+			continue
+		}
+		order = append(order, i)
+	}
+	sort.SliceStable(order, func(a, b int) bool { return ranges[order[a]].Off < ranges[order[b]].Off })
+
+	type group struct {
+		off, end int64 // [off, end)
+		members  []int
+	}
+	var groups []*group
+	gap := max(s.opts.CoalesceGap, 0)
+	for _, i := range order {
+		r := ranges[i]
+		end := r.Off + r.Len
+		if len(groups) > 0 {
+			g := groups[len(groups)-1]
+			if r.Off <= g.end+gap && max(g.end, end)-g.off <= s.opts.MaxCoalesce {
+				g.end = max(g.end, end)
+				g.members = append(g.members, i)
+				continue
+			}
+		}
+		groups = append(groups, &group{off: r.Off, end: end, members: []int{i}})
+	}
+	if len(groups) == 0 {
+		return out, nil
+	}
+	if _, ok := s.pinned(key); !ok && len(groups) > 1 && !s.opts.Mutable(key) {
+		if _, err := s.Stat(ctx, key); err != nil {
+			return nil, err
+		}
+	}
+	eg, ectx := errgroup.WithContext(ctx)
+	for _, g := range groups {
+		s.st.coalesced.Add(int64(len(g.members) - 1))
+		eg.Go(func() error {
+			buf := make([]byte, g.end-g.off)
+			n, err := s.ReadAt(ectx, key, buf, g.off)
+			if n == len(buf) {
+				err = nil
+			} else if err == nil || err == io.EOF {
+				err = fmt.Errorf("%s/%s: range %d-%d runs past the end of the object: %w", s.loc, key, g.off, g.end-1, io.ErrUnexpectedEOF)
+			}
+			if err != nil {
+				return err
+			}
+			for _, i := range g.members {
+				a := ranges[i].Off - g.off
+				b := a + ranges[i].Len
+				out[i] = buf[a:b:b]
+			}
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

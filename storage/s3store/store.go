@@ -1,0 +1,355 @@
+package s3store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
+
+	"github.com/deltafs/deltafs/storage"
+)
+
+func init() {
+	storage.Register("s3", func(ctx context.Context, location string, opts storage.Options) (storage.Storage, error) {
+		s, err := New(ctx, location, opts.S3)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	})
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxAttempts    = 5
+	DefaultMaxBackoff     = 4 * time.Second
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultMaxConcurrency = 64
+	DefaultCoalesceGap    = 64 << 10
+	DefaultMaxCoalesce    = 16 << 20
+)
+
+// LastCheckpointKey is the one key of a Delta table that is rewritten in
+// place; by default it is never pinned (see Options.Mutable).
+const LastCheckpointKey = "_delta_log/_last_checkpoint"
+
+// Options configure a Store. The zero value of every field means its
+// default.
+type Options struct {
+	// The CLI's options: endpoint, region, path style, anonymous.
+	storage.S3Options
+
+	// Credentials replace the default chain (environment, shared files and
+	// AWS_PROFILE, web identity, container, IMDS). Ignored with Anonymous.
+	Credentials aws.CredentialsProvider
+
+	// MaxAttempts bounds the attempts of one request, the first included
+	// (default 5).
+	MaxAttempts int
+	// MaxBackoff caps the jittered exponential delay between attempts
+	// (default 4 s; the delay before attempt n+1 is uniform in
+	// [0, min(MaxBackoff, 2^(n-1) s))).
+	MaxBackoff time.Duration
+	// RequestTimeout bounds one attempt from sending the request to reading
+	// the last byte of its body (default 30 s). A stalled attempt fails with
+	// a timeout and is retried.
+	RequestTimeout time.Duration
+	// MaxConcurrency bounds the HTTP requests in flight (default 64). A
+	// request holds its slot until its body is closed.
+	MaxConcurrency int
+	// CoalesceGap: ReadRanges reads two ranges with one GET when the gap
+	// between them is at most this many bytes (default 64 KiB; negative:
+	// only touching or overlapping ranges are merged).
+	CoalesceGap int64
+	// MaxCoalesce caps the size of one merged GET of ReadRanges (default
+	// 16 MiB); a single range larger than this is still read with one GET.
+	MaxCoalesce int64
+	// Mutable reports keys whose content may legitimately change and that
+	// are therefore never pinned (default: LastCheckpointKey only).
+	Mutable func(key string) bool
+	// Logger receives retries (debug) and warnings; default slog.Default().
+	// Nothing logged contains credentials.
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.MaxConcurrency <= 0 {
+		o.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if o.CoalesceGap == 0 {
+		o.CoalesceGap = DefaultCoalesceGap
+	}
+	if o.MaxCoalesce <= 0 {
+		o.MaxCoalesce = DefaultMaxCoalesce
+	}
+	if o.Mutable == nil {
+		o.Mutable = func(key string) bool { return key == LastCheckpointKey }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Store is a Delta table under an S3 prefix. It implements storage.Storage
+// and io.Closer; all methods are safe for concurrent use.
+type Store struct {
+	client    *s3.Client
+	bucket    string
+	prefix    string // key prefix of the table: "" or ends in '/'
+	loc       string // s3://bucket[/prefix]
+	opts      Options
+	log       *slog.Logger
+	retryer   *retry.Standard
+	transport *http.Transport
+	sem       chan struct{}
+
+	pinMu sync.RWMutex
+	pins  map[string]pin
+
+	probeMu  sync.Mutex
+	probed   bool  // the conditional-write probe ran to a verdict
+	probeErr error // its verdict: nil, or the refusal
+
+	st counters
+}
+
+var (
+	_ storage.Storage = (*Store)(nil)
+	_ io.Closer       = (*Store)(nil)
+)
+
+// New opens the table at location (s3://bucket/prefix/to/table) with the
+// CLI's options and default tuning. See NewWithOptions.
+func New(ctx context.Context, location string, opts storage.S3Options) (*Store, error) {
+	return NewWithOptions(ctx, location, Options{S3Options: opts})
+}
+
+// NewWithOptions opens the table at location. It loads the AWS
+// configuration the standard way (config.LoadDefaultConfig: environment,
+// AWS_PROFILE and shared files, web identity, container credentials, IMDS;
+// AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL for the endpoint) and, unless
+// Anonymous, retrieves credentials once so that missing credentials fail
+// here with a clear message rather than at the first read. It sends no
+// request to S3.
+func NewWithOptions(ctx context.Context, location string, o Options) (*Store, error) {
+	bucket, prefix, err := ParseLocation(location)
+	if err != nil {
+		return nil, err
+	}
+	o.setDefaults()
+	s := &Store{
+		bucket: bucket,
+		prefix: prefix,
+		loc:    "s3://" + bucket,
+		opts:   o,
+		log:    o.Logger,
+		sem:    make(chan struct{}, o.MaxConcurrency),
+		pins:   map[string]pin{},
+	}
+	if prefix != "" {
+		s.loc += "/" + strings.TrimSuffix(prefix, "/")
+	}
+
+	var lo []func(*config.LoadOptions) error
+	if o.Region != "" {
+		lo = append(lo, config.WithRegion(o.Region))
+	}
+	switch {
+	case o.Anonymous:
+		lo = append(lo, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
+	case o.Credentials != nil:
+		lo = append(lo, config.WithCredentialsProvider(o.Credentials))
+	}
+	cfg, err := config.LoadDefaultConfig(ctx, lo...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: loading the AWS configuration: %w", s.loc, err)
+	}
+	region := cfg.Region
+	if region == "" {
+		region = "us-east-1"
+	}
+
+	s.retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+		so.MaxAttempts = o.MaxAttempts
+		so.MaxBackoff = o.MaxBackoff
+		// No retry quota: a busy mount in a short outage would otherwise
+		// drain it and fail reads at once. MaxConcurrency bounds the load.
+		so.RateLimiter = ratelimit.None
+		so.Retryables = append(so.Retryables, retry.RetryableHTTPStatusCode{
+			Codes: map[int]struct{}{http.StatusTooManyRequests: {}},
+		})
+	})
+	s.transport = &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   10 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          o.MaxConcurrency,
+		MaxIdleConnsPerHost:   o.MaxConcurrency,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+	hc := &httpClient{s: s, c: &http.Client{Transport: s.transport, Timeout: o.RequestTimeout}}
+
+	s.client = s3.NewFromConfig(cfg, func(so *s3.Options) {
+		so.Region = region
+		if o.Endpoint != "" {
+			so.BaseEndpoint = aws.String(o.Endpoint)
+		}
+		so.UsePathStyle = o.PathStyle
+		so.Retryer = s.retryer
+		so.HTTPClient = hc
+		so.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
+		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
+		so.DisableLogOutputChecksumValidationSkipped = true
+		so.Logger = logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+			s.log.Debug("aws-sdk: "+fmt.Sprintf(format, v...), "location", s.loc, "level", string(c))
+		})
+		so.ClientLogMode = 0
+	})
+
+	if !o.Anonymous {
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		_, err := cfg.Credentials.Retrieve(cctx)
+		cancel()
+		if err != nil {
+			s.Close()
+			return nil, &Error{Location: s.loc, Op: "credentials", Reason: reasonNoCredentials, Err: err}
+		}
+	}
+	return s, nil
+}
+
+// ParseLocation splits s3://bucket/prefix into the bucket and the key
+// prefix of the table ("" or ending in '/'). Locations that carry
+// credentials, a query or a fragment are refused; the error never repeats
+// the credentials.
+func ParseLocation(location string) (bucket, prefix string, err error) {
+	u, err := url.Parse(location)
+	if err != nil {
+		// url errors quote the input: keep only the scheme and host part out.
+		return "", "", fmt.Errorf("s3 location: not a valid URL")
+	}
+	if u.User != nil {
+		return "", "", errors.New("s3 location must not contain credentials (user:secret@); use the AWS credential chain (environment, AWS_PROFILE, instance role)")
+	}
+	if u.Scheme != "s3" {
+		return "", "", fmt.Errorf("%s: not an s3:// location", location)
+	}
+	if u.Host == "" || u.Port() != "" {
+		return "", "", fmt.Errorf("%s: expected s3://bucket/prefix", location)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", "", fmt.Errorf("%s: an s3 location has no query or fragment", location)
+	}
+	prefix = strings.Trim(u.Path, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	return u.Host, prefix, nil
+}
+
+// Location implements storage.Storage: s3://bucket/prefix, without
+// credentials and without a trailing slash.
+func (s *Store) Location() string { return s.loc }
+
+// Bucket is the table's bucket.
+func (s *Store) Bucket() string { return s.bucket }
+
+// Prefix is the key prefix of the table in its bucket: "" or ending in '/'.
+func (s *Store) Prefix() string { return s.prefix }
+
+// Client is the underlying SDK client (path style, retries, counters and the
+// concurrency bound of this store apply to it).
+func (s *Store) Client() *s3.Client { return s.client }
+
+// Close closes idle connections. Requests after Close still work (they open
+// new connections); in-flight requests are not interrupted.
+func (s *Store) Close() error {
+	s.transport.CloseIdleConnections()
+	return nil
+}
+
+func (s *Store) fullKey(key string) string { return s.prefix + key }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// counters are the live Stats.
+type counters struct {
+	gets, heads, lists, puts, deletes, other atomic.Int64
+	retries, bytes, coalesced                atomic.Int64
+	inFlight, maxInFlight                    atomic.Int64
+}
+
+// Stats are a store's counters since it was opened.
+type Stats struct {
+	// HTTP requests sent, by kind; every attempt counts.
+	Gets, Heads, Lists, Puts, Deletes, Other int64
+	// Retries: attempts after the first of an operation (any kind).
+	Retries int64
+	// BytesFetched: object bytes received in GET bodies, including the gaps
+	// read by coalescing and bodies of failed attempts.
+	BytesFetched int64
+	// RangesCoalesced: ranges of ReadRanges served by a GET issued for
+	// another range.
+	RangesCoalesced int64
+	// InFlight and MaxInFlight: HTTP requests holding a concurrency slot now
+	// and at most so far.
+	InFlight, MaxInFlight int64
+	// Pinned: keys whose identity (size, ETag) is pinned.
+	Pinned int
+}
+
+// Requests is the total number of HTTP requests sent.
+func (st Stats) Requests() int64 {
+	return st.Gets + st.Heads + st.Lists + st.Puts + st.Deletes + st.Other
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Store) Stats() Stats {
+	s.pinMu.RLock()
+	n := len(s.pins)
+	s.pinMu.RUnlock()
+	c := &s.st
+	return Stats{
+		Gets: c.gets.Load(), Heads: c.heads.Load(), Lists: c.lists.Load(),
+		Puts: c.puts.Load(), Deletes: c.deletes.Load(), Other: c.other.Load(),
+		Retries: c.retries.Load(), BytesFetched: c.bytes.Load(),
+		RangesCoalesced: c.coalesced.Load(),
+		InFlight:        c.inFlight.Load(), MaxInFlight: c.maxInFlight.Load(),
+		Pinned: n,
+	}
+}
