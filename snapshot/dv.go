@@ -21,11 +21,12 @@ import (
 // int32 size, the data, and the big-endian CRC-32 (IEEE) of the data. The
 // data is a little-endian int32 magic (1681511377) followed by the 64-bit
 // portable RoaringBitmap format: a uint64 bucket count, then per bucket a
-// uint32 key and a 32-bit RoaringBitmap.
+// uint32 key and a 32-bit RoaringBitmap (see decodeDVBytes for the older
+// native format, also read).
 
 const (
 	dvMagicPortable = 1681511377
-	dvMagicNative   = 1681511376 // legacy; not written by any engine we know
+	dvMagicNative   = 1681511376 // older format, big-endian; PROTOCOL.md's inline example
 	dvFileVersion   = 1
 	dvUUIDLen       = 20 // Z85 characters of a 16-byte UUID
 )
@@ -105,6 +106,9 @@ func (t *Table) loadDV(ctx context.Context, dv *DeletionVector) (bm *roaring64.B
 		off = int64(*dv.Offset)
 	}
 	size := int64(dv.SizeInBytes)
+	if size < 0 {
+		return nil, key, corruptf("negative deletion vector size %d", size)
+	}
 	// One read covers the version byte and the vector when it is near the
 	// start of the file (the common case: offset 1).
 	var head, framed []byte
@@ -113,30 +117,50 @@ func (t *Table) loadDV(ctx context.Context, dv *DeletionVector) (bm *roaring64.B
 		if err != nil {
 			return nil, key, storageCause(err)
 		}
-		head, framed = all[:1], all[off:]
-	} else {
-		if head, err = storage.ReadRange(ctx, t.st, key, 0, 1); err != nil {
-			return nil, key, storageCause(err)
-		}
-		if framed, err = storage.ReadRange(ctx, t.st, key, off, size+8); err != nil {
-			return nil, key, storageCause(err)
-		}
+		bm, err := decodeDVFile(all, dv)
+		return bm, key, err
 	}
-	if off > 0 && head[0] != dvFileVersion {
-		return nil, key, corruptf("deletion vector file version %d, want %d", head[0], dvFileVersion)
+	if head, err = storage.ReadRange(ctx, t.st, key, 0, 1); err != nil {
+		return nil, key, storageCause(err)
+	}
+	if framed, err = storage.ReadRange(ctx, t.st, key, off, size+8); err != nil {
+		return nil, key, storageCause(err)
+	}
+	bm, err = decodeFramedDV(head[0], framed, dv)
+	return bm, key, err
+}
+
+// decodeDVFile decodes the vector dv describes from the bytes of its file
+// (from the start, at least through the vector).
+func decodeDVFile(file []byte, dv *DeletionVector) (*roaring64.Bitmap, error) {
+	off := int64(0)
+	if dv.Offset != nil {
+		off = int64(*dv.Offset)
+	}
+	if len(file) == 0 || off < 0 || off > int64(len(file)) {
+		return nil, corruptf("deletion vector at offset %d of a %d-byte file", off, len(file))
+	}
+	return decodeFramedDV(file[0], file[off:], dv)
+}
+
+// decodeFramedDV checks the file's version byte and one framed vector,
+// decodes it and checks it against its descriptor.
+func decodeFramedDV(version byte, framed []byte, dv *DeletionVector) (*roaring64.Bitmap, error) {
+	if version != dvFileVersion {
+		return nil, corruptf("deletion vector file version %d, want %d", version, dvFileVersion)
 	}
 	data, err := unframeDV(framed, dv.SizeInBytes)
 	if err != nil {
-		return nil, key, err
+		return nil, err
 	}
-	bm, err = decodeDVBytes(data)
+	bm, err := decodeDVBytes(data)
 	if err != nil {
-		return nil, key, err
+		return nil, err
 	}
 	if err := checkCardinality(bm, dv, -1); err != nil {
-		return nil, key, err
+		return nil, err
 	}
-	return bm, key, nil
+	return bm, nil
 }
 
 // unframeDV checks one framed vector (size, data, CRC) and returns its
@@ -176,10 +200,15 @@ func decodeInlineDV(dv *DeletionVector) (*roaring64.Bitmap, error) {
 	return bm, nil
 }
 
-// decodeDVBytes decodes the magic and the portable 64-bit RoaringBitmap.
-// The outer structure is validated before roaring reads it (bucket count
-// against the bytes present, keys strictly increasing, nothing left over),
-// and a panic in roaring becomes an error.
+// decodeDVBytes decodes a serialised RoaringBitmapArray: the portable
+// format (little-endian magic 1681511377, then the 64-bit portable
+// RoaringBitmap format), or the older native one that PROTOCOL.md's inline
+// example uses (big-endian magic 1681511376, a big-endian int32 count of
+// 32-bit bitmaps, then each as a big-endian int32 size and the bitmap; the
+// i-th bitmap holds the rows whose high 32 bits are i). The structure is
+// validated before roaring reads it (bucket counts against the bytes
+// present, keys strictly increasing, nothing left over), and a panic in
+// roaring becomes an error.
 func decodeDVBytes(b []byte) (bm *roaring64.Bitmap, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -189,14 +218,27 @@ func decodeDVBytes(b []byte) (bm *roaring64.Bitmap, err error) {
 	if len(b) < 4 {
 		return nil, corruptf("deletion vector: %d bytes, too short for the magic", len(b))
 	}
-	switch magic := binary.LittleEndian.Uint32(b); magic {
-	case dvMagicPortable:
-	case dvMagicNative:
-		return nil, corruptf("deletion vector: native RoaringBitmapArray format is not supported")
+	var portable []byte
+	switch {
+	case binary.LittleEndian.Uint32(b) == dvMagicPortable:
+		portable, err = checkPortable(b[4:])
+	case binary.BigEndian.Uint32(b) == dvMagicNative:
+		portable, err = nativeToPortable(b[4:])
 	default:
-		return nil, corruptf("deletion vector: bad magic %d", magic)
+		return nil, corruptf("deletion vector: bad magic %08x", binary.LittleEndian.Uint32(b))
 	}
-	body := b[4:]
+	if err != nil {
+		return nil, err
+	}
+	bm = roaring64.New()
+	if _, err := bm.ReadFrom(bytes.NewReader(portable)); err != nil {
+		return nil, corruptf("deletion vector: %v", err)
+	}
+	return bm, nil
+}
+
+// checkPortable validates the 64-bit portable format and returns it.
+func checkPortable(body []byte) ([]byte, error) {
 	if len(body) < 8 {
 		return nil, corruptf("deletion vector: truncated bucket count")
 	}
@@ -226,11 +268,43 @@ func decodeDVBytes(b []byte) (bm *roaring64.Bitmap, err error) {
 	if r.Len() != 0 {
 		return nil, corruptf("deletion vector: %d bytes after the bitmap", r.Len())
 	}
-	bm = roaring64.New()
-	if _, err := bm.ReadFrom(bytes.NewReader(body)); err != nil {
-		return nil, corruptf("deletion vector: %v", err)
+	return body, nil
+}
+
+// nativeToPortable validates the native format and rewrites it in the
+// portable one.
+func nativeToPortable(body []byte) ([]byte, error) {
+	if len(body) < 4 {
+		return nil, corruptf("deletion vector: truncated bitmap count")
 	}
-	return bm, nil
+	n := int64(int32(binary.BigEndian.Uint32(body)))
+	rest := body[4:]
+	if n < 0 || n > int64(len(rest))/12 {
+		return nil, corruptf("deletion vector: %d bitmaps cannot fit in %d bytes", n, len(rest))
+	}
+	out := binary.LittleEndian.AppendUint64(make([]byte, 0, len(body)+8), uint64(n))
+	for i := int64(0); i < n; i++ {
+		if len(rest) < 4 {
+			return nil, corruptf("deletion vector: truncated bitmap %d", i)
+		}
+		size := int64(int32(binary.BigEndian.Uint32(rest)))
+		rest = rest[4:]
+		if size < 0 || size > int64(len(rest)) {
+			return nil, corruptf("deletion vector: bitmap %d of %d bytes in %d", i, size, len(rest))
+		}
+		var b32 roaring.Bitmap
+		r := bytes.NewReader(rest[:size])
+		if _, err := b32.ReadFrom(r); err != nil || r.Len() != 0 {
+			return nil, corruptf("deletion vector: bitmap %d: bad serialisation (%v)", i, err)
+		}
+		out = binary.LittleEndian.AppendUint32(out, uint32(i))
+		out = append(out, rest[:size]...)
+		rest = rest[size:]
+	}
+	if len(rest) != 0 {
+		return nil, corruptf("deletion vector: %d bytes after the bitmaps", len(rest))
+	}
+	return out, nil
 }
 
 // checkCardinality cross-checks a decoded vector with its descriptor (and
