@@ -1,0 +1,175 @@
+package importer
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/deltafs/deltafs/snapshot"
+	"github.com/deltafs/deltafs/writer"
+)
+
+// imgExtensions are torchvision's IMG_EXTENSIONS.
+var imgExtensions = []string{".jpg", ".jpeg", ".png", ".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"}
+
+// isImage reports whether name has one of imgExtensions, ignoring case.
+func isImage(name string) bool {
+	lower := strings.ToLower(name)
+	for _, ext := range imgExtensions {
+		if strings.HasSuffix(lower, ext) {
+			return true
+		}
+	}
+	return false
+}
+
+// imageFolderSchema is the schema of an ImageFolder import.
+func imageFolderSchema() *snapshot.StructType {
+	f := func(name, typ string) snapshot.StructField {
+		return snapshot.StructField{Name: name, Type: &snapshot.PrimitiveType{Name: typ}}
+	}
+	return &snapshot.StructType{Fields: []snapshot.StructField{
+		f("id", "long"), f("label", "string"), f("path", "string"), f("content", "binary"),
+	}}
+}
+
+// ImageFolder reads a torchvision ImageFolder tree: root/<class>/**/<image>.
+type ImageFolder struct {
+	root    string
+	classes []string
+	items   []imageItem
+	next    int
+}
+
+type imageItem struct {
+	class string
+	rel   string // relative to root, '/'-separated
+}
+
+// OpenImageFolder lists the tree at root (without reading any image).
+func OpenImageFolder(root string) (*ImageFolder, error) {
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	d := &ImageFolder{root: root}
+	for _, e := range entries {
+		if isDir(filepath.Join(root, e.Name()), e) {
+			d.classes = append(d.classes, e.Name())
+		}
+	}
+	sort.Strings(d.classes)
+	if len(d.classes) == 0 {
+		return nil, fmt.Errorf("source %s: no class folder in it (an ImageFolder tree is root/<class>/<image>)", root)
+	}
+	var empty []string
+	for _, class := range d.classes {
+		n := len(d.items)
+		if err := d.walkClass(class); err != nil {
+			return nil, err
+		}
+		if len(d.items) == n {
+			empty = append(empty, class)
+		}
+	}
+	if len(empty) > 0 {
+		return nil, fmt.Errorf("source %s: no image in class folder(s) %s (extensions: %s)", root, strings.Join(empty, ", "), strings.Join(imgExtensions, " "))
+	}
+	return d, nil
+}
+
+// isDir is os.DirEntry.IsDir following symbolic links, as Python's
+// DirEntry.is_dir() does.
+func isDir(path string, e os.DirEntry) bool {
+	if e.Type()&os.ModeSymlink == 0 {
+		return e.IsDir()
+	}
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
+// walkClass lists the images of one class in torchvision's order:
+// sorted(os.walk(class_dir, followlinks=True)), then sorted file names.
+func (d *ImageFolder) walkClass(class string) error {
+	type dir struct {
+		rel   string
+		files []string
+	}
+	var dirs []dir
+	visited := map[string]bool{}
+	var walk func(rel string, depth int) error
+	walk = func(rel string, depth int) error {
+		abs := filepath.Join(d.root, filepath.FromSlash(rel))
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			if visited[real] || depth > 64 {
+				return nil // a symbolic link loop
+			}
+			visited[real] = true
+		}
+		entries, err := os.ReadDir(abs)
+		if err != nil {
+			return fmt.Errorf("source: %w", err)
+		}
+		cur := dir{rel: rel}
+		var subs []string
+		for _, e := range entries {
+			if isDir(filepath.Join(abs, e.Name()), e) {
+				subs = append(subs, e.Name())
+			} else {
+				cur.files = append(cur.files, e.Name())
+			}
+		}
+		dirs = append(dirs, cur)
+		for _, s := range subs {
+			if err := walk(rel+"/"+s, depth+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := walk(class, 0); err != nil {
+		return err
+	}
+	sort.Slice(dirs, func(i, j int) bool { return dirs[i].rel < dirs[j].rel })
+	for _, dr := range dirs {
+		sort.Strings(dr.files)
+		for _, name := range dr.files {
+			if isImage(name) {
+				d.items = append(d.items, imageItem{class: class, rel: dr.rel + "/" + name})
+			}
+		}
+	}
+	return nil
+}
+
+// Schema is id, label, path, content.
+func (d *ImageFolder) Schema() *snapshot.StructType { return imageFolderSchema() }
+
+// IDColumn is "id": the writer numbers the images.
+func (d *ImageFolder) IDColumn() string { return "id" }
+
+// Classes are the class folder names, sorted.
+func (d *ImageFolder) Classes() []string { return d.classes }
+
+// Len is the number of images.
+func (d *ImageFolder) Len() int { return len(d.items) }
+
+// Next reads the next image.
+func (d *ImageFolder) Next() (writer.Row, error) {
+	if d.next == len(d.items) {
+		return nil, io.EOF
+	}
+	it := d.items[d.next]
+	content, err := os.ReadFile(filepath.Join(d.root, filepath.FromSlash(it.rel)))
+	if err != nil {
+		return nil, fmt.Errorf("source: %w", err)
+	}
+	d.next++
+	return writer.Row{nil, it.class, it.rel, content}, nil
+}
+
+// Close does nothing: files are opened one at a time.
+func (d *ImageFolder) Close() error { return nil }
