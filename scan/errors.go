@@ -41,6 +41,9 @@ func fileErr(version int64, path string, err error) error {
 	return &FileError{Version: version, Path: path, Err: err}
 }
 
+// errMissing is the cause for a data file missing from storage.
+var errMissing = fmt.Errorf("data file missing from storage (vacuumed?): %w", storage.ErrNotExist)
+
 // ioRecorder is an io.ReaderAt over one storage object that remembers the
 // first storage error, because parquet-go does not always wrap the errors
 // of its reader: the storage error is the cause worth reporting.
@@ -69,11 +72,11 @@ func (rec *ioRecorder) cause(err error) error {
 	rec.mu.Lock()
 	serr := rec.err
 	rec.mu.Unlock()
+	if errors.Is(serr, storage.ErrNotExist) {
+		return errMissing
+	}
 	if serr == nil || errors.Is(err, serr) {
 		return err
-	}
-	if errors.Is(serr, storage.ErrNotExist) {
-		return serr
 	}
 	return fmt.Errorf("%w (%v)", serr, err)
 }
