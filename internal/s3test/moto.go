@@ -54,10 +54,15 @@ func RequireMoto(t testing.TB) string {
 // keeps everything in memory, so each call starts from no buckets.
 func StartMoto(t testing.TB) (endpoint string) {
 	t.Helper()
+	return startMotoT(t, nil)
+}
+
+func startMotoT(t testing.TB, env []string) (endpoint string) {
+	t.Helper()
 	bin := RequireMoto(t)
 	var lastErr error
 	for try := 0; try < 3; try++ {
-		ep, stop, err := startMoto(bin)
+		ep, stop, err := startMoto(bin, env)
 		if err == nil {
 			t.Cleanup(stop)
 			return ep
@@ -98,12 +103,13 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-func startMoto(bin string) (endpoint string, stop func(), err error) {
+func startMoto(bin string, env []string) (endpoint string, stop func(), err error) {
 	port, err := freePort()
 	if err != nil {
 		return "", nil, err
 	}
 	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
+	cmd.Env = append(os.Environ(), env...)
 	out := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	// Its own process group: the pyenv shim and python are stopped together.

@@ -131,14 +131,29 @@ func (f *Fake) Start(t testing.TB) {
 	f.serve(ln)
 }
 
-// NewClient is a plain SDK client for endpoint (path style, static test
-// credentials), for setting up and changing objects behind a store's back.
+// endpointCreds holds the key pairs of servers that check them
+// (StartMotoAuth), by endpoint.
+var endpointCreds sync.Map // endpoint -> [2]string
+
+// Credentials returns the key pair that the server at endpoint accepts:
+// the one StartMotoAuth created, else AccessKey and SecretKey.
+func Credentials(endpoint string) (accessKey, secretKey string) {
+	if v, ok := endpointCreds.Load(endpoint); ok {
+		kp := v.([2]string)
+		return kp[0], kp[1]
+	}
+	return AccessKey, SecretKey
+}
+
+// NewClient is a plain SDK client for endpoint (path style, the endpoint's
+// Credentials), for setting up and changing objects behind a store's back.
 func NewClient(endpoint string) *s3.Client {
+	ak, sk := Credentials(endpoint)
 	return s3.New(s3.Options{
 		Region:                     Region,
 		BaseEndpoint:               aws.String(endpoint),
 		UsePathStyle:               true,
-		Credentials:                credentials.NewStaticCredentialsProvider(AccessKey, SecretKey, ""),
+		Credentials:                credentials.NewStaticCredentialsProvider(ak, sk, ""),
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
 		HTTPClient:                 &http.Client{Timeout: 30 * time.Second},
