@@ -20,7 +20,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -339,53 +338,92 @@ func TestMountShards(t *testing.T) {
 	}
 }
 
+// writeNPY writes digits as a .npy file in the layout of testdata/mnist.
+func writeNPY(t *testing.T, path string, digits []digit) {
+	t.Helper()
+	header := fmt.Sprintf("{'descr': [('id', '<i8'), ('label', '|u1'), ('pixels', '|u1', (784,))], 'fortran_order': False, 'shape': (%d,), }", len(digits))
+	for (10+len(header)+1)%64 != 0 {
+		header += " "
+	}
+	header += "\n"
+	b := []byte("\x93NUMPY\x01\x00")
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(header)))
+	b = append(b, header...)
+	for _, d := range digits {
+		b = binary.LittleEndian.AppendUint64(b, uint64(d.ID))
+		b = append(b, byte(d.Label))
+		b = append(b, d.Pixels...)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMountSnapshotIsolation reads version 0 of a mounted table over and
+// over while another process (`deltafs import`, the writer package)
+// commits 20 new versions, one of them an overwrite: version 0's files stay
+// byte-identical, and the new versions and latest appear without a
+// remount.
 func TestMountSnapshotIsolation(t *testing.T) {
 	needReader(t)
 	bin := mounttest.Binary(t)
 	digits := readMNIST(t)
-	table := newDeltaTable(t, filepath.Join(t.TempDir(), "grow"))
-	t0 := time.Now().Add(-time.Hour)
-	table.commit(t0, digitSchema, chunk(digits[:1000], 500))
-	m := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--refresh", "200ms", "--cache-dir", "none")
+	src := t.TempDir()
+	table := filepath.Join(t.TempDir(), "grow")
+	writeNPY(t, filepath.Join(src, "base.npy"), digits[:1000])
+	if out, err := mounttest.Run(bin, "import", filepath.Join(src, "base.npy"), table, "--rows-per-file", "500"); err != nil {
+		t.Fatalf("deltafs import: %v\n%s", err, out)
+	}
+	m := mounttest.Start(t, bin, table, "--image", "28x28", "--class-column", "label", "--refresh", "200ms", "--cache-dir", "none")
 	v0 := filepath.Join(m.Dir, "version", "0", "shard", "0")
-	hash := func() string {
+	hash := func() (string, int) {
 		h := sha256.New()
-		for _, p := range samplesUnder(t, v0) {
+		files := samplesUnder(t, v0)
+		sort.Strings(files)
+		for _, p := range files {
 			b, err := os.ReadFile(filepath.Join(v0, p))
 			if err != nil {
 				t.Error(err)
-				return ""
+				return "", 0
 			}
 			fmt.Fprintf(h, "%s %x\n", p, sha256.Sum256(b))
 		}
-		return fmt.Sprintf("%x", h.Sum(nil))
+		return fmt.Sprintf("%x", h.Sum(nil)), len(files)
 	}
-	before := hash()
-	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	wg.Add(1)
-	go func() { // a reader keeps reading version 0 while the writer commits
-		defer wg.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
+	before, n := hash()
+	if n != 1000 {
+		t.Fatalf("version 0 has %d samples, want 1000", n)
+	}
+	writerDone := make(chan error, 1)
+	go func() { // the writer: 20 commits by another process
+		for i := 1; i <= 20; i++ {
+			part := filepath.Join(src, fmt.Sprintf("part-%02d.npy", i))
+			writeNPY(t, part, digits[1000+50*i:1050+50*i])
+			mode := "append"
+			if i == 10 {
+				mode = "overwrite"
 			}
-			if h := hash(); h != before {
-				t.Errorf("version 0 changed while a writer committed")
+			if out, err := mounttest.Run(bin, "import", part, table, "--mode", mode); err != nil {
+				writerDone <- fmt.Errorf("import %d: %v\n%s", i, err, out)
 				return
 			}
 		}
+		writerDone <- nil
 	}()
-	var removed []string
-	for i := 1; i <= 20; i++ {
-		var rm []string
-		if i == 10 {
-			rm = []string{"part-00000-v0.snappy.parquet"}
-			removed = rm
+	reads := 0
+	for done := false; !done; {
+		select {
+		case err := <-writerDone:
+			if err != nil {
+				t.Fatal(err)
+			}
+			done = true
+		default:
+			if h, _ := hash(); h != before {
+				t.Fatal("version 0 changed while the writer committed")
+			}
+			reads++
 		}
-		table.commit(t0.Add(time.Duration(i)*time.Minute), digitSchema, [][]digit{digits[1000+50*i : 1050+50*i]}, rm...)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -397,21 +435,20 @@ func TestMountSnapshotIsolation(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	close(stop)
-	wg.Wait()
-	if after := hash(); after != before {
+	if after, _ := hash(); after != before {
 		t.Fatal("version 0 changed")
 	}
 	vs, err := os.ReadDir(filepath.Join(m.Dir, "version"))
 	if err != nil || len(vs) != 21 {
 		t.Fatalf("%d versions listed (%v), want 21", len(vs), err)
 	}
-	if n := len(samplesUnder(t, filepath.Join(m.Dir, "latest", "shard", "0"))); n != 1000-500+20*50 {
-		t.Fatalf("latest has %d samples, want %d (removed %v)", n, 1000-500+20*50, removed)
+	if n := len(samplesUnder(t, filepath.Join(m.Dir, "latest", "shard", "0"))); n != 11*50 {
+		t.Fatalf("latest has %d samples, want %d (overwrite at version 10, then 10 appends)", n, 11*50)
 	}
 	if n := len(samplesUnder(t, filepath.Join(m.Dir, "version", "9", "shard", "0"))); n != 1000+9*50 {
-		t.Fatalf("version 9 has %d samples", n)
+		t.Fatalf("version 9 has %d samples, want %d", n, 1000+9*50)
 	}
+	t.Logf("version 0 read %d times in full while 20 versions were committed", reads)
 }
 
 func TestMountVacuumedFile(t *testing.T) {
