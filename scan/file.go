@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -79,8 +80,15 @@ func openParquet(ctx context.Context, st storage.Storage, key string, size, vers
 		}
 		size = info.Size
 	}
-	rec := &ioRecorder{r: storage.ReaderAt(ctx, st, key)}
+	// The file keeps its reader for lazy reads after open (indexes it
+	// did not load): those must not fail for the open's context being
+	// done, so the reader's context loses its cancellation after open.
+	or := &objectReader{st: st, key: key}
+	or.ctx.Store(&ctx)
+	rec := &ioRecorder{r: or}
 	pf, err := openRecovered(rec, size)
+	detached := context.WithoutCancel(ctx)
+	or.ctx.Store(&detached)
 	if err != nil {
 		return nil, rec.cause(err)
 	}
@@ -115,6 +123,18 @@ func checkCodecs(pf *parquet.File, leaves []*parquet.Column) error {
 		}
 	}
 	return nil
+}
+
+// objectReader is an io.ReaderAt over one storage object whose context
+// can change.
+type objectReader struct {
+	st  storage.Storage
+	key string
+	ctx atomic.Pointer[context.Context]
+}
+
+func (o *objectReader) ReadAt(p []byte, off int64) (int, error) {
+	return o.st.ReadAt(*o.ctx.Load(), o.key, p, off)
 }
 
 // NumRows is the physical row count of the file (its footer's).
