@@ -183,7 +183,8 @@ func (t *Table) History(ctx context.Context, fn func(VersionStats) error) error 
 	}
 	// Keep the in-commit timestamp setting current (the latest metadata).
 	if lst.latest != e {
-		if _, err := t.Snapshot(ctx, lst.latest); err != nil && !errIsUnsupported(err) {
+		// (Damage there is reported when the walk reaches it.)
+		if _, err := t.Snapshot(ctx, lst.latest); err != nil && !errIsUnsupported(err) && !isDamage(err) {
 			return err
 		}
 	}
@@ -207,13 +208,16 @@ func (t *Table) History(ctx context.Context, fn func(VersionStats) error) error 
 			}
 			files = append(files, f)
 		}
+		// Read the batch in parallel, without cancelling on the first
+		// failure: the versions before a bad commit are still printed,
+		// and the error is the oldest bad commit's.
 		parsed := make([]*actions, len(files))
 		errs := make([]error, len(files))
-		g, gctx := errgroup.WithContext(ctx)
+		var g errgroup.Group
 		g.SetLimit(8)
 		for i, f := range files {
 			g.Go(func() error {
-				a, err := t.readJSON(gctx, f)
+				a, err := t.readJSON(ctx, f)
 				if err != nil {
 					errs[i] = t.err(f.Version, f.Key, err)
 					return errs[i]
@@ -222,16 +226,12 @@ func (t *Table) History(ctx context.Context, fn func(VersionStats) error) error 
 				return nil
 			})
 		}
-		if err := g.Wait(); err != nil {
-			for _, e := range errs {
-				if e != nil {
-					return e
-				}
-			}
-			return err
-		}
+		g.Wait()
 		for i, a := range parsed {
 			f := files[i]
+			if a == nil {
+				return errs[i]
+			}
 			if a.Protocol != nil && a.Protocol != protocol {
 				protocol = a.Protocol
 				if err := CheckProtocol(protocol); err != nil {

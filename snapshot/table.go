@@ -463,13 +463,15 @@ func (t *Table) loadJSON(ctx context.Context, v int64, files []logFile) ([]*acti
 	if len(missing) == 0 {
 		return out, nil
 	}
-	g, gctx := errgroup.WithContext(ctx)
+	// No cancellation on the first failure: the error reported is the
+	// oldest bad file's, not whichever failed first.
+	var g errgroup.Group
 	g.SetLimit(8)
 	errs := make([]error, len(files))
 	for _, i := range missing {
 		f := files[i]
 		g.Go(func() error {
-			a, err := t.readJSON(gctx, f)
+			a, err := t.readJSON(ctx, f)
 			if err != nil {
 				errs[i] = t.err(v, f.Key, err)
 				return errs[i]
@@ -479,7 +481,6 @@ func (t *Table) loadJSON(ctx context.Context, v int64, files []logFile) ([]*acti
 		})
 	}
 	if err := g.Wait(); err != nil {
-		// Report the oldest failing file, not whichever failed first.
 		for _, e := range errs {
 			if e != nil {
 				return nil, e

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+const logTestdata = "../../testdata/delta"
+
+// TestLogHelperProcess runs deltafs's main with the arguments after "--"
+// when DELTAFS_LOG_TEST_MAIN=1 (a subprocess, exit status included).
+func TestLogHelperProcess(t *testing.T) {
+	if os.Getenv("DELTAFS_LOG_TEST_MAIN") != "1" {
+		return
+	}
+	args := os.Args
+	for i, a := range args {
+		if a == "--" {
+			args = args[i+1:]
+			break
+		}
+	}
+	os.Args = append([]string{"deltafs"}, args...)
+	main()
+	os.Exit(0)
+}
+
+func runLogProcess(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestLogHelperProcess$", "--"}, args...)...)
+	cmd.Env = append(os.Environ(), "DELTAFS_LOG_TEST_MAIN=1")
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	default:
+		t.Fatalf("running deltafs %v: %v", args, err)
+	}
+	return o.String(), e.String(), code
+}
+
+type logExpected struct {
+	Versions map[string]struct {
+		Rows            *int64  `json:"rows"`
+		Files           int     `json:"files"`
+		CommitTimestamp *int64  `json:"commitInfo_timestamp"`
+		Operation       *string `json:"operation"`
+	} `json:"versions"`
+}
+
+func loadLogExpected(t *testing.T) map[string]logExpected {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(logTestdata, "EXPECTED.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out map[string]logExpected
+	if err := json.Unmarshal(data, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// copyWithCommitTimes copies a table and sets each commit file's
+// modification time to its commitInfo.timestamp (git keeps no mtimes).
+func copyWithCommitTimes(t *testing.T, name string, e logExpected) string {
+	t.Helper()
+	src := filepath.Join(logTestdata, name)
+	dst := filepath.Join(t.TempDir(), name)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(filepath.Join(dst, rel))
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(out, in)
+		out.Close()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range e.Versions {
+		n, _ := strconv.Atoi(k)
+		ts := time.UnixMilli(*v.CommitTimestamp)
+		if err := os.Chtimes(filepath.Join(dst, "_delta_log", fmt.Sprintf("%020d.json", n)), ts, ts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// `deltafs log --json` prints every version with EXPECTED's files, rows,
+// operation and (file-time) timestamp.
+func TestLogJSONMatchesExpected(t *testing.T) {
+	exp := loadLogExpected(t)
+	// rows is null where some live file has no statistics in the log:
+	// these tables' counts come from Parquet footers.
+	noStats := map[string]map[int]bool{
+		"deltars-simple_table":    {0: true, 1: true, 2: true, 3: true, 4: true},
+		"deltars-delta-0.8-empty": {0: true},
+	}
+	for _, name := range []string{
+		"dat-basic_append", "dat-with_checkpoint", "deltars-simple_table", "deltars-delta-0.8-empty",
+		"golden-basic-with-inserts-deletes-checkpoint", "golden-dv-partitioned-with-checkpoint",
+		"kernelrs-compacted-log-files-table", "kernelrs-v2-checkpoints-json-with-sidecars",
+		"deltars-table_failed_last_checkpoint_update", "golden-multi-part-checkpoint",
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := exp[name]
+			dir := copyWithCommitTimes(t, name, e)
+			var out bytes.Buffer
+			if err := runLog(context.Background(), &out, dir, logOptions{JSON: true}); err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			if len(lines) != len(e.Versions) {
+				t.Fatalf("%d lines, want %d versions", len(lines), len(e.Versions))
+			}
+			for i, l := range lines {
+				var got map[string]any
+				if err := json.Unmarshal([]byte(l), &got); err != nil {
+					t.Fatalf("line %d: %v", i, err)
+				}
+				if len(got) != 5 {
+					t.Errorf("line %d has keys %v, want version, timestamp, operation, files, rows", i, got)
+				}
+				ev := e.Versions[strconv.Itoa(i)]
+				if got["version"] != float64(i) || got["timestamp"] != float64(*ev.CommitTimestamp) ||
+					got["operation"] != *ev.Operation || got["files"] != float64(ev.Files) {
+					t.Errorf("line %d: %s; want files %d, time %d, %s", i, l, ev.Files, *ev.CommitTimestamp, *ev.Operation)
+				}
+				switch rows := got["rows"].(type) {
+				case nil:
+					if !noStats[name][i] {
+						t.Errorf("line %d: rows null, want %d", i, *ev.Rows)
+					}
+				case float64:
+					if noStats[name][i] || int64(rows) != *ev.Rows {
+						t.Errorf("line %d: rows %v, want %d", i, rows, *ev.Rows)
+					}
+				default:
+					t.Errorf("line %d: rows %v", i, rows)
+				}
+			}
+		})
+	}
+}
+
+func TestLogTable(t *testing.T) {
+	dir := copyWithCommitTimes(t, "dat-basic_append", loadLogExpected(t)["dat-basic_append"])
+	stdout, stderr, code := runLogProcess(t, "log", dir)
+	if code != 0 || stderr != "" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	want := []string{
+		"VERSION COMMITTED (UTC) OPERATION FILES ROWS",
+		"0 2023-01-12 03:20:16.286 WRITE 1 3",
+		"1 2023-01-12 03:20:25.021 WRITE 2 5",
+		"2 2023-03-18 22:52:48.857 delta-rs.Write 3 7",
+	}
+	if got := strings.Split(strings.TrimSpace(squash(stdout)), "\n"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// Refused tables, a missing table and bad usage: one line on stderr in
+// the form "deltafs: TABLE version N: FILE: cause", and the exit status.
+func TestLogErrors(t *testing.T) {
+	abs := func(name string) string {
+		p, _ := filepath.Abs(filepath.Join(logTestdata, name))
+		return p
+	}
+	missing := filepath.Join(t.TempDir(), "nowhere")
+	cases := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"log", abs("golden-deltalog-invalid-protocol-version")}, 1,
+			"deltafs: " + abs("golden-deltalog-invalid-protocol-version") + " version 0: _delta_log/00000000000000000000.json: unsupported table protocol: reader version 99 is not supported (deltafs reads versions 1 to 3)\n"},
+		{[]string{"log", "--json", abs("deltars-simple_table_features")}, 1,
+			"deltafs: " + abs("deltars-simple_table_features") + " version 4: _delta_log/00000000000000000000.json: unsupported table protocol: reader version 5 is not supported (deltafs reads versions 1 to 3); reader feature \"blahabl\" is not supported\n"},
+		{[]string{"log", abs("deltars-spark-variant-checkpoint")}, 1,
+			"deltafs: " + abs("deltars-spark-variant-checkpoint") + " version 2: _delta_log/00000000000000000002.checkpoint.parquet: unsupported table protocol: reader feature \"variantType-preview\" is not supported\n"},
+		{[]string{"log", missing}, 1,
+			"deltafs: " + missing + ": _delta_log/: not a Delta table: no commit or checkpoint files\n"},
+		{[]string{"log"}, 2, "deltafs: want one TABLE argument, got 0\n"},
+		{[]string{"log", "a", "b"}, 2, "deltafs: want one TABLE argument, got 2\n"},
+	}
+	for _, c := range cases {
+		stdout, stderr, code := runLogProcess(t, c.args...)
+		if code != c.code || stderr != c.want || stdout != "" {
+			t.Errorf("deltafs %v: exit %d, stdout %q, stderr\n%q\nwant exit %d, stderr\n%q", c.args, code, stdout, stderr, c.code, c.want)
+		}
+	}
+}
+
+// A corrupt commit: the versions before it are printed, then the error
+// names the version and the file.
+func TestLogStopsAtCorruptCommit(t *testing.T) {
+	const name = "golden-basic-with-inserts-deletes-checkpoint"
+	dir := copyWithCommitTimes(t, name, loadLogExpected(t)[name])
+	p := filepath.Join(dir, "_delta_log", "00000000000000000012.json")
+	if err := os.WriteFile(p, []byte("{\"add\":{\"path\":\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := runLogProcess(t, "log", "--json", dir)
+	if code != 1 {
+		t.Fatalf("exit %d", code)
+	}
+	if n := strings.Count(stdout, "\n"); n != 12 {
+		t.Errorf("%d versions printed before the error, want 12", n)
+	}
+	want := "deltafs: " + dir + " version 12: _delta_log/00000000000000000012.json: line 1: unexpected end of JSON input\n"
+	if stderr != want {
+		t.Errorf("stderr %q, want %q", stderr, want)
+	}
+}
