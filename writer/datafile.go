@@ -15,8 +15,14 @@ import (
 // uncompressed values reach about this size. See the package doc.
 const pageBufferSize = 64 << 10
 
-// batchRows is how many rows are handed to parquet-go at once.
-const batchRows = 256
+// batchRows and batchBytes bound the rows handed to parquet-go at once. It
+// cuts a page only between calls (and every 64 rows within one), so a batch
+// of at most an eighth of a page keeps pages within ~1/8 of pageBufferSize:
+// 128 rows of 784 bytes would otherwise make 100 KB pages.
+const (
+	batchRows  = 64
+	batchBytes = pageBufferSize / 8
+)
 
 // dataFile is one data file written by this package, with what its add
 // action needs.
@@ -37,6 +43,7 @@ type fileWriter struct {
 	stats  []colStats
 	rows   int64
 	values int64 // estimated value bytes, for MaxFileBytes
+	pend   int64 // estimated value bytes in batch
 }
 
 func writerOptions(cols []column, schema *parquet.Schema) []parquet.WriterOption {
@@ -66,6 +73,7 @@ func (w *fileWriter) add(r Row) error {
 		return fmt.Errorf("row has %d values, the schema %d fields", len(r), len(w.cols))
 	}
 	pr := make(parquet.Row, len(w.cols))
+	size := int64(0)
 	for i := range w.cols {
 		c := &w.cols[i]
 		v, err := c.toValue(r[i], &w.stats[i])
@@ -77,15 +85,24 @@ func (w *fileWriter) add(r Row) error {
 			def = 1
 		}
 		pr[i] = v.Level(0, def, c.index)
-		w.values += valueSize(r[i])
+		size += valueSize(r[i])
 	}
+	return w.appendRow(pr, size)
+}
+
+// appendRow buffers one converted row of about size value bytes.
+func (w *fileWriter) appendRow(pr parquet.Row, size int64) error {
 	w.batch = append(w.batch, pr)
 	w.rows++
-	if len(w.batch) == batchRows {
+	w.pend += size
+	if len(w.batch) == batchRows || w.pend >= batchBytes {
 		return w.flushBatch()
 	}
 	return nil
 }
+
+// size is the estimated value bytes written so far.
+func (w *fileWriter) size() int64 { return w.values + w.pend }
 
 func (w *fileWriter) flushBatch() error {
 	if len(w.batch) == 0 {
@@ -96,6 +113,8 @@ func (w *fileWriter) flushBatch() error {
 	}
 	clear(w.batch)
 	w.batch = w.batch[:0]
+	w.values += w.pend
+	w.pend = 0
 	return nil
 }
 

@@ -26,16 +26,20 @@ func shiftIDs(ctx context.Context, st storage.Storage, cols []column, opts []par
 		for {
 			n, err := rows.ReadRows(buf)
 			for _, r := range buf[:n] {
+				size := int64(0)
 				for i := range r {
 					if r[i].Column() == cols[idCol].index && !r[i].IsNull() {
 						r[i] = parquet.Int64Value(r[i].Int64()+delta).Level(r[i].RepetitionLevel(), r[i].DefinitionLevel(), r[i].Column())
 					}
+					size += 8
+					if k := r[i].Kind(); k == parquet.ByteArray || k == parquet.FixedLenByteArray {
+						size += int64(len(r[i].ByteArray()))
+					}
 				}
-			}
-			if n > 0 {
-				if _, err := fw.pw.WriteRows(buf[:n]); err != nil {
+				// ReadRows reuses buf: keep a copy.
+				if err := fw.appendRow(r.Clone(), size); err != nil {
 					rows.Close()
-					return dataFile{}, fmt.Errorf("encode parquet: %w", err)
+					return dataFile{}, err
 				}
 			}
 			if errors.Is(err, io.EOF) {

@@ -105,8 +105,8 @@ func checkEmptyLocation(ctx context.Context, st storage.Storage) error {
 		if o.Key == "." || o.Key == "" {
 			return fmt.Errorf("%s exists and is not a directory", st.Location())
 		}
-		if strings.HasPrefix(o.Key, logDir) || dataFileName.MatchString(o.Key) {
-			continue
+		if strings.HasPrefix(o.Key, logDir) || dataFileName.MatchString(o.Key) || strings.HasPrefix(o.Key, ".tmp-part-") {
+			continue // a concurrent or failed write's, or the local backend's in-flight put of one
 		}
 		return fmt.Errorf("%s exists but is not a Delta table and is not empty (it holds %s)", st.Location(), o.Key)
 	}

@@ -233,7 +233,7 @@ func (w *write) writeFiles(ctx context.Context, rows Rows) error {
 			return fmt.Errorf("row %d: %w", w.rows, err)
 		}
 		w.rows++
-		if fw.rows >= int64(w.opts.RowsPerFile) || fw.values >= w.opts.MaxFileBytes {
+		if fw.rows >= int64(w.opts.RowsPerFile) || fw.size() >= w.opts.MaxFileBytes {
 			if err := flush(); err != nil {
 				return err
 			}
