@@ -25,12 +25,14 @@ type physical struct {
 	timestamp *format.TimestampType // TIMESTAMP annotation
 	date      bool                  // DATE annotation
 	intType   *format.IntType       // INT(bits, signed) annotation
+	logical   string                // the annotation, for messages
 }
 
 func physicalOf(col *parquet.Column) physical {
 	t := col.Type()
 	p := physical{kind: t.Kind()}
 	if lt := t.LogicalType(); lt != nil {
+		p.logical = lt.String()
 		switch v := lt.Value.(type) {
 		case *format.DecimalType:
 			p.decimal = v
@@ -46,18 +48,10 @@ func physicalOf(col *parquet.Column) physical {
 }
 
 func (p physical) String() string {
-	s := p.kind.String()
-	switch {
-	case p.decimal != nil:
-		s += fmt.Sprintf(" DECIMAL(%d,%d)", p.decimal.Precision, p.decimal.Scale)
-	case p.timestamp != nil:
-		s += " " + p.timestamp.String()
-	case p.date:
-		s += " DATE"
-	case p.intType != nil:
-		s += " " + p.intType.String()
+	if p.logical != "" {
+		return p.kind.String() + " (" + p.logical + ")"
 	}
-	return s
+	return p.kind.String()
 }
 
 // unsigned reports an unsigned integer annotation.

@@ -58,12 +58,21 @@ func (r *resolver) child(group *parquet.Column, f *snapshot.StructField) *parque
 	cols := group.Columns()
 	switch r.mode {
 	case "id":
-		if id, ok := f.FieldID(); ok {
-			for _, c := range cols {
-				if int64(c.ID()) == id {
+		// By field id; by physical name only in a group whose columns
+		// carry no ids at all (a file that has ids but not this one lacks
+		// the column: null, as the protocol says).
+		hasIDs := false
+		id, ok := f.FieldID()
+		for _, c := range cols {
+			if c.ID() != 0 {
+				hasIDs = true
+				if ok && int64(c.ID()) == id {
 					return c
 				}
 			}
+		}
+		if hasIDs {
+			return nil
 		}
 		return byName(cols, f.PhysicalName(), false)
 	case "name":
