@@ -92,6 +92,9 @@ func (r *Root) MountOptions(fsName string, allowOther, debug bool) *gofs.Options
 			Name:          "deltafs",
 			Options:       []string{"ro"},
 			DisableXAttrs: true,
+			// Samples come from memory: splicing them through a pipe costs
+			// more than one writev (measured: 16% of a cold pass's CPU).
+			DisableSplice: true,
 			MaxBackground: 64,
 			MaxWrite:      1 << 20,
 			AllowOther:    allowOther,

@@ -38,6 +38,24 @@ func packBlob(firstRow int64, vals [][]byte, nulls []bool) []byte {
 	return b
 }
 
+// packOffsets packs values given as one data slice and n+1 offsets.
+func packOffsets(firstRow int64, data []byte, offs []uint32, nulls []bool) []byte {
+	n := len(offs) - 1
+	b := make([]byte, blobHeader+n+4*(n+1), blobHeader+n+4*(n+1)+len(data))
+	binary.LittleEndian.PutUint32(b[0:], uint32(n))
+	binary.LittleEndian.PutUint64(b[4:], uint64(firstRow))
+	for i := range n {
+		if nulls[i] {
+			b[blobHeader+i] = 1
+		}
+	}
+	o := b[blobHeader+n:]
+	for i, off := range offs {
+		binary.LittleEndian.PutUint32(o[4*i:], off)
+	}
+	return append(b, data...)
+}
+
 // blobLen is the number of values in a blob (0 for a malformed one).
 func blobLen(b []byte) int {
 	if len(b) < blobHeader {

@@ -210,7 +210,8 @@ func (p *PageFetcher) readPages(cc parquet.ColumnChunk, first int64, onePage boo
 	if err := pages.SeekToRow(first); err != nil {
 		return nil, fmt.Errorf("seek to row %d: %w", first, err)
 	}
-	var vals [][]byte
+	var data []byte
+	var offs []uint32
 	var nulls []bool
 	buf := make([]parquet.Value, 256)
 	for {
@@ -222,6 +223,9 @@ func (p *PageFetcher) readPages(cc parquet.ColumnChunk, first int64, onePage boo
 			return nil, err
 		}
 		p.pages.Add(1)
+		if data == nil {
+			data = make([]byte, 0, pg.Size())
+		}
 		r := pg.Values()
 		for {
 			n, err := r.ReadValues(buf)
@@ -230,11 +234,10 @@ func (p *PageFetcher) readPages(cc parquet.ColumnChunk, first int64, onePage boo
 					parquet.Release(pg)
 					return nil, errors.New("the data column is repeated; it must be a flat binary column")
 				}
+				offs = append(offs, uint32(len(data)))
 				nulls = append(nulls, v.IsNull())
-				if v.IsNull() {
-					vals = append(vals, nil)
-				} else {
-					vals = append(vals, append([]byte(nil), v.ByteArray()...))
+				if !v.IsNull() {
+					data = append(data, v.ByteArray()...)
 				}
 			}
 			if errors.Is(err, io.EOF) {
@@ -250,5 +253,6 @@ func (p *PageFetcher) readPages(cc parquet.ColumnChunk, first int64, onePage boo
 			break
 		}
 	}
-	return packBlob(first, vals, nulls), nil
+	offs = append(offs, uint32(len(data)))
+	return packOffsets(first, data, offs, nulls), nil
 }

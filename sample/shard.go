@@ -350,7 +350,7 @@ func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
 	key := CacheKey{Kind: "image", File: sg.ref.Path, Version: strconv.FormatInt(sg.ref.Size, 10), Column: sh.r.data.phys,
 		Unit: strconv.FormatInt(row, 10) + "/" + sh.r.format + "/" + im.String()}
 	var bad error
-	data, err := s.rendered.Get(ctx, key, func(ctx context.Context) ([]byte, error) {
+	render := func(ctx context.Context) ([]byte, error) {
 		raw, err := s.opts.Fetcher.Value(ctx, sg.ref, sh.r.data.phys, row)
 		if err != nil {
 			return nil, wrap(err)
@@ -365,7 +365,16 @@ func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
 			return im.EncodePNM(out, raw), nil
 		}
 		return im.EncodePNG(out, raw), nil
-	})
+	}
+	var data []byte
+	var err error
+	if sh.r.pngSize <= smallImage {
+		// Read whole by one FUSE request: caching would cost more than
+		// encoding again.
+		data, err = render(ctx)
+	} else {
+		data, err = s.rendered.Get(ctx, key, render)
+	}
 	if err != nil {
 		if bad != nil {
 			s.log.Error("sample fails with EIO: wrong pixel count", "err", bad)
@@ -374,6 +383,11 @@ func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// smallImage is the encoded size up to which a sample is not kept in the
+// rendered-image cache: the kernel reads it in one request, and then keeps
+// it in its page cache.
+const smallImage = 64 << 10
 
 // fileOf finds the AddFile of a segment.
 func (sh *Shard) fileOf(sg *segment) *snapshot.AddFile { return sh.v.snap.Files[sg.file] }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,7 @@ type mountOptions struct {
 
 	AllowOther bool
 	Debug      bool
+	CPUProfile string
 }
 
 func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
@@ -58,6 +60,8 @@ func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.CacheSize, "cache-size", humanize.IBytes(cache.DefaultDiskBytes), "disk cache budget")
 	f.BoolVar(&o.AllowOther, "allow-other", false, "let other users read the mount (needs user_allow_other in /etc/fuse.conf when not root)")
 	f.BoolVar(&o.Debug, "fuse-debug", false, "log every FUSE request")
+	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the server to this file until unmount")
+	_ = f.MarkHidden("cpuprofile")
 }
 
 func (o *mountOptions) spec() (sample.Spec, error) {
@@ -206,6 +210,17 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	slog.Info("mounted", "table", location, "mountpoint", mnt, "versions", len(versions), "latest", latest.Version,
 		"spec", describe, "cache", cacheOpts.Dir, "refresh", o.Refresh)
 
+	if o.CPUProfile != "" {
+		pf, err := os.Create(o.CPUProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(pf)
+		}
+		if err != nil {
+			slog.Warn("no CPU profile", "err", err)
+		} else {
+			defer func() { pprof.StopCPUProfile(); pf.Close() }()
+		}
+	}
 	pollCtx, stopPoll := context.WithCancel(context.Background())
 	defer stopPoll()
 	go root.Run(pollCtx)
