@@ -42,6 +42,9 @@ func readState(ctx context.Context, st storage.Storage, prev *state) (*state, er
 			return &state{version: -1}, nil
 		}
 		if err != nil {
+			if _, serr := st.Stat(ctx, ""); serr == nil {
+				return nil, fmt.Errorf("%s exists and is not a directory", st.Location())
+			}
 			return nil, err
 		}
 	} else if _, err := t.Refresh(ctx); err != nil {

@@ -87,7 +87,7 @@ func runImport(ctx context.Context, out io.Writer, o importOptions, src, table s
 	}
 	res, err := importer.Import(ctx, st, source, writer.Options{Mode: mode, RowsPerFile: o.rowsPerFile})
 	if err != nil {
-		return fmt.Errorf("import %s into %s: %w", src, table, err)
+		return fmt.Errorf("import %s: %w", src, err) // err names the table
 	}
 	verb := "appended"
 	switch {
