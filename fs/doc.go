@@ -44,6 +44,11 @@
 // per stat), and go-fuse's readdirplus fills attributes while listing, so
 // the per-file lookups of a first epoch are done by the listing.
 //
+// Read results come from memory, so splicing is off (DisableSplice: one
+// writev per reply is cheaper than a pipe round trip for small samples).
+// The kernel caches symlink targets (EnableSymlinkCaching); latest's is
+// invalidated with NotifyContent when it moves, and at/ links never change.
+//
 // The .deltafs/stats file is the one file whose content changes: it
 // reports attribute timeout 0 and mtime = now, which makes the kernel drop
 // its cached pages at every stat.

@@ -295,6 +295,14 @@ func TestMountMNIST(t *testing.T) {
 	if err := os.Remove(some); !errors.Is(err, syscall.EROFS) {
 		t.Errorf("remove: %v", err)
 	}
+	for _, at := range []string{ts.Add(time.Second).Format(time.RFC3339), strconv.FormatInt(ts.UnixMilli(), 10)} {
+		if target, err := os.Readlink(filepath.Join(m.Dir, "at", at)); err != nil || target != "../version/0" {
+			t.Errorf("at/%s -> %q, %v", at, target, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(m.Dir, "at", ts.Add(-time.Hour).Format(time.RFC3339))); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("at/ an hour before the first commit: %v", err)
+	}
 	commit, err := os.ReadFile(filepath.Join(m.Dir, "version", "0", "_commit.json"))
 	if err != nil || !strings.Contains(string(commit), `"rows": 10000`) {
 		t.Errorf("_commit.json: %s %v", commit, err)
