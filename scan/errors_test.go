@@ -1,0 +1,216 @@
+package scan
+
+import (
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deltafs/deltafs/snapshot"
+	"github.com/deltafs/deltafs/storage"
+)
+
+// copyTable copies a shared table into a temporary directory.
+func copyTable(t *testing.T, name string) string {
+	t.Helper()
+	src := filepath.Join(testdataDir, name)
+	dst := filepath.Join(t.TempDir(), name)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		in, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.Create(target)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// scanFile scans one file of snap with every column, counting rows.
+func scanFile(t *testing.T, snap *snapshot.Snapshot, f *snapshot.AddFile) (int, error) {
+	t.Helper()
+	sc, err := New(snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err = sc.File(t.Context(), f, func(int64, []any) error { n++; return nil })
+	return n, err
+}
+
+// checkFileError checks that err is a *FileError naming the version and
+// the file.
+func checkFileError(t *testing.T, err error, snap *snapshot.Snapshot, f *snapshot.AddFile) {
+	t.Helper()
+	var fe *FileError
+	if !errors.As(err, &fe) || fe.Version != snap.Version || fe.Path != f.Path {
+		t.Fatalf("error %v (%T): want a *FileError of version %d, %s", err, err, snap.Version, f.Path)
+	}
+	if prefix := "version " + itoa(snap.Version) + ": " + f.Path + ": "; !strings.HasPrefix(err.Error(), prefix) {
+		t.Errorf("error %q: want the prefix %q", err, prefix)
+	}
+}
+
+func TestMissingDataFile(t *testing.T) {
+	dir := copyTable(t, "golden-dv-partitioned-with-checkpoint")
+	snap := mustSnapshot(t, openTable(t, dir), -1)
+	f := snap.Files[3]
+	key, _ := snap.FileKey(f.Path)
+	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(key))); err != nil {
+		t.Fatal(err)
+	}
+	_, err := scanFile(t, snap, f)
+	checkFileError(t, err, snap, f)
+	if !errors.Is(err, storage.ErrNotExist) {
+		t.Errorf("error %v: want storage.ErrNotExist", err)
+	}
+	// Other files still read; All stops at the missing one.
+	if _, err := scanFile(t, snap, snap.Files[0]); err != nil {
+		t.Errorf("another file: %v", err)
+	}
+	sc, _ := New(snap, nil)
+	err = sc.All(t.Context(), func(*snapshot.AddFile, int64, []any) error { return nil })
+	if !errors.Is(err, storage.ErrNotExist) {
+		t.Errorf("All: %v", err)
+	}
+	if _, err := FileRowCount(t.Context(), snap, f); !errors.Is(err, storage.ErrNotExist) {
+		t.Errorf("FileRowCount: %v", err)
+	}
+}
+
+// Truncated, empty and garbage data files fail with an error naming them.
+func TestCorruptDataFile(t *testing.T) {
+	dir := copyTable(t, "dat-basic_append")
+	snap := mustSnapshot(t, openTable(t, dir), 0)
+	f := snap.Files[0]
+	key, _ := snap.FileKey(f.Path)
+	path := filepath.Join(dir, filepath.FromSlash(key))
+	orig, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage := make([]byte, len(orig))
+	rng := rand.New(rand.NewPCG(7, 7))
+	for i := range garbage {
+		garbage[i] = byte(rng.Uint32())
+	}
+	footerless := append([]byte(nil), orig...)
+	copy(footerless[len(footerless)-8:], "\x00\x00\x00\x00PAR1")
+	for name, data := range map[string][]byte{
+		"truncated": orig[:len(orig)/2],
+		"empty":     {},
+		"garbage":   garbage,
+		"no footer": footerless,
+		"magic":     append([]byte("PAR1"), garbage[4:]...),
+	} {
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := scanFile(t, snap, f)
+		if err == nil {
+			t.Errorf("%s: no error", name)
+			continue
+		}
+		checkFileError(t, err, snap, f)
+		if errors.Is(err, storage.ErrNotExist) {
+			t.Errorf("%s: %v reads as a missing file", name, err)
+		}
+	}
+}
+
+// Bytes changed anywhere in data files (pages, footer, page index) give
+// errors or wrong values, never a panic.
+func TestCorruptDataFileNoPanic(t *testing.T) {
+	for _, table := range []string{"golden-table-with-columnmapping-mode-id", "deltars-table_with_column_mapping", "kernelrs-type-widening"} {
+		dir := copyTable(t, table)
+		snap := mustSnapshot(t, openTable(t, dir), -1)
+		for _, f := range snap.Files {
+			key, _ := snap.FileKey(f.Path)
+			path := filepath.Join(dir, filepath.FromSlash(key))
+			orig, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(uint64(len(orig)), 3))
+			failures := 0
+			for try := range 80 {
+				data := append([]byte(nil), orig...)
+				for range 1 + try%4 {
+					data[4+rng.IntN(len(data)-12)] ^= byte(1 + rng.IntN(255))
+				}
+				if err := os.WriteFile(path, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := scanFile(t, snap, f); err != nil {
+					failures++
+					checkFileError(t, err, snap, f)
+				}
+			}
+			t.Logf("%s %s: %d of 80 corruptions detected", table, f.Path, failures)
+			if err := os.WriteFile(path, orig, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+var errStop = errors.New("stop")
+
+// An error of the callback comes back as it is; a panic in it is not
+// taken for one of parquet-go's.
+func TestCallbackErrorsAndPanics(t *testing.T) {
+	snap := mustSnapshot(t, openTable(t, filepath.Join(testdataDir, "golden-basic-with-inserts-deletes-checkpoint")), -1)
+	sc, _ := New(snap, nil)
+	n := 0
+	err := sc.All(t.Context(), func(*snapshot.AddFile, int64, []any) error {
+		if n++; n == 3 {
+			return errStop
+		}
+		return nil
+	})
+	if err != errStop || n != 3 {
+		t.Errorf("err %v after %d rows, want errStop after 3", err, n)
+	}
+	defer func() {
+		if p := recover(); p != "boom" {
+			t.Errorf("recovered %v, want the callback's panic", p)
+		}
+	}()
+	sc.All(t.Context(), func(*snapshot.AddFile, int64, []any) error { panic("boom") })
+	t.Error("no panic")
+}
+
+func TestCanceledContext(t *testing.T) {
+	snap := mustSnapshot(t, openTable(t, filepath.Join(testdataDir, "golden-basic-with-vacuum-protocol-check-feature")), -1)
+	sc, _ := New(snap, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := sc.All(ctx, func(*snapshot.AddFile, int64, []any) error { return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err %v, want context.Canceled", err)
+	}
+}
