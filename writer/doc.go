@@ -18,9 +18,10 @@
 //
 // # Commits
 //
-// A commit is put-if-absent (storage.Put with ifAbsent). When another writer
-// took the version first, Write lists the log again, replays the commits it
-// missed and tries the next version:
+// A commit is put-if-absent (storage.Put with ifAbsent). The table is read
+// through package snapshot (so checkpoints and every log it reads are fine
+// here too). When another writer took the version first, Write refreshes the
+// listing of the log, reads the new latest version and tries the next one:
 //
 //   - an append is always safe to retry;
 //   - an overwrite recomputes its removes from the files now live;
@@ -50,9 +51,11 @@
 //
 // # Tables it writes to
 //
-// Tables with protocol reader version 1 and writer version 2 at most, with no
-// column invariants. An overwrite of a table with delta.appendOnly=true is
+// Unpartitioned tables with protocol reader version 1 and writer version 2
+// at most, with no column invariants, and a schema of the primitive types
+// listed on Row. An overwrite of a table with delta.appendOnly=true is
 // refused. A location that holds objects but no Delta log is refused unless
-// those objects are only leftovers of an earlier failed write (data files
-// named like this package's, or an empty log).
+// those objects are only leftovers of an earlier failed or concurrent write
+// (data files named like this package's, the local backend's in-flight
+// copies of them, or an empty log).
 package writer
