@@ -230,3 +230,45 @@ func TestFileReaderPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// One FileReader and one Scan serve concurrent reads.
+func TestConcurrentReads(t *testing.T) {
+	data, want := rgFile(t, &parquet.Snappy)
+	snap := writeTable(t, t.TempDir(), rgSchema, nil, nil, genFile{path: "f.parquet", data: data, numRecords: rgRows})
+	r, err := OpenFile(t.Context(), snap, snap.Files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := New(snap, nil)
+	errs := make(chan error, 8)
+	for g := range 8 {
+		go func() {
+			lo := int64(g * 200)
+			var got []string
+			var err error
+			if g%2 == 0 {
+				err = r.ReadRows(t.Context(), snap.Schema.Fields, lo, lo+500, func(_ int64, row []any) error {
+					got = append(got, string(AppendJSON(nil, snap.Schema.Fields, row)))
+					return nil
+				})
+				if err == nil && !reflect.DeepEqual(got, want[lo:lo+500]) {
+					err = fmt.Errorf("goroutine %d: rows differ", g)
+				}
+			} else {
+				err = sc.File(t.Context(), snap.Files[0], func(_ int64, row []any) error {
+					got = append(got, string(sc.AppendJSON(nil, row)))
+					return nil
+				})
+				if err == nil && !reflect.DeepEqual(got, want) {
+					err = fmt.Errorf("goroutine %d: rows differ", g)
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}

@@ -43,12 +43,17 @@ func NewWithOptions(snap *snapshot.Snapshot, columns []string, opts Options) (*S
 		s.fields = snap.Schema.Fields
 	} else {
 		s.fields = make([]snapshot.StructField, 0, len(columns))
+		seen := map[string]bool{}
 		for _, c := range columns {
 			f := snap.Schema.Field(c)
 			if f == nil {
 				return nil, fmt.Errorf("version %d: no column %q; the columns are: %s",
 					snap.Version, c, strings.Join(snap.Schema.Names(), ", "))
 			}
+			if seen[c] {
+				return nil, fmt.Errorf("version %d: column %q asked for twice", snap.Version, c)
+			}
+			seen[c] = true
 			s.fields = append(s.fields, *f)
 		}
 	}

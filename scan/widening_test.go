@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/deprecated"
 
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -74,6 +75,9 @@ func TestTypeWideningConverters(t *testing.T) {
 		"h_ts_ms":   parquet.Timestamp(parquet.Millisecond),
 		"i_ts_ns":   parquet.Timestamp(parquet.Nanosecond),
 		"j_decfixd": parquet.Decimal(3, 20, parquet.FixedLenByteArrayType(9)),
+		"k_decba":   parquet.Decimal(2, 30, parquet.ByteArrayType),
+		"l_dec32":   parquet.Decimal(1, 5, parquet.Int32Type),
+		"m_int96":   parquet.Leaf(parquet.Int96Type),
 	})
 	row := parquet.Row{
 		lv(parquet.Int32Value(-5), 0, 0, 0),
@@ -86,6 +90,10 @@ func TestTypeWideningConverters(t *testing.T) {
 		lv(parquet.Int64Value(1500), 0, 0, 7),
 		lv(parquet.Int64Value(1_000_000_001), 0, 0, 8),
 		lv(parquet.FixedLenByteArrayValue([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe}), 0, 0, 9),
+		lv(parquet.ByteArrayValue([]byte{0x01, 0x00}), 0, 0, 10),
+		lv(parquet.Int32Value(-1234), 0, 0, 11),
+		// 1969-12-31T23:59:59.999999999Z: Julian day 2440587, nanos of day.
+		lv(parquet.Int96Value(int96(2440587, 86399999999999)), 0, 0, 12),
 	}
 	data := writeParquet(t, schema, []parquet.Row{row})
 	cases := []struct {
@@ -111,6 +119,11 @@ func TestTypeWideningConverters(t *testing.T) {
 		{"i_ts_ns", "timestamp", `"1970-01-01T00:00:01.000000Z"`},
 		{"j_decfixd", "decimal(20,3)", `-0.002`},
 		{"j_decfixd", "decimal(25,5)", `-0.00200`},
+		{"k_decba", "decimal(30,2)", `2.56`},
+		{"l_dec32", "decimal(5,1)", `-123.4`},
+		{"l_dec32", "decimal(7,3)", `-123.400`},
+		{"m_int96", "timestamp", `"1969-12-31T23:59:59.999999Z"`},
+		{"m_int96", "timestamp_ntz", `"1969-12-31T23:59:59.999999"`},
 	}
 	var fields []string
 	for i, c := range cases {
@@ -138,6 +151,11 @@ func TestTypeWideningConverters(t *testing.T) {
 			t.Errorf("%s as %s: want %s in %s", c.col, c.typ, c.want, rows[0])
 		}
 	}
+}
+
+// int96 builds an INT96 timestamp from a Julian day and nanoseconds.
+func int96(julianDay uint32, nanos uint64) deprecated.Int96 {
+	return deprecated.Int96{uint32(nanos), uint32(nanos >> 32), julianDay}
 }
 
 func TestTypeMismatch(t *testing.T) {
