@@ -360,3 +360,47 @@ func TestLargeDirectory(t *testing.T) {
 	t.Logf("60k samples: ls %v then %v; read pass 1 %v (%.0f files/s), pass 2 %v (%.0f files/s)",
 		ls1, ls2, p1, float64(n)/p1.Seconds(), p2, float64(n)/p2.Seconds())
 }
+
+// TestConcurrentReaders has eight readers walk and read the same fresh
+// version at once (shard indexes, file metadata and pages built under
+// contention), like DataLoader workers; run with -race.
+func TestConcurrentReaders(t *testing.T) {
+	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
+	var adds []memtable.Add
+	for f := range 8 {
+		adds = append(adds, memtable.Add{Path: fmt.Sprintf("part-%d", f), Rows: digits(500, f*500)})
+	}
+	tbl.Commit(t0, "WRITE", adds, nil, nil)
+	m := mount(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label", Shards: 3}, time.Second)
+	errs := make(chan error, 8)
+	counts := make([]atomic.Int64, 3)
+	for w := range 8 {
+		go func() {
+			k := w % 3
+			sd := filepath.Join(m.dir, "version", "0", "shard", strconv.Itoa(k))
+			n := int64(0)
+			err := filepath.WalkDir(sd, func(p string, d fs.DirEntry, err error) error {
+				if err != nil || d.IsDir() || d.Name() == "_samples.tsv" {
+					return err
+				}
+				if _, err := os.ReadFile(p); err != nil {
+					return err
+				}
+				n++
+				return nil
+			})
+			if w < 3 {
+				counts[k].Store(n)
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if total := counts[0].Load() + counts[1].Load() + counts[2].Load(); total != 4000 {
+		t.Fatalf("shards hold %d samples, want 4000", total)
+	}
+}
