@@ -24,8 +24,9 @@ const chunkBytes = 1 << 20
 
 // Npy reads a NumPy .npy file (optionally gzip-compressed) record by record.
 //
-// A structured array gives one column per field; a plain array one column
-// named "data". Types map as:
+// A structured array gives one column per field and one row per element (a
+// multi-dimensional one is read flat, in C order); a plain array of shape
+// (N, ...) gives N rows of one column named "data". Types map as:
 //
 //	bool (b1)                        boolean
 //	i1, i2, i4, i8                   byte, short, integer, long

@@ -242,3 +242,17 @@ func TestPyLiteral(t *testing.T) {
 		}
 	}
 }
+
+func TestNpyStructured2D(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "grid.npy")
+	writeNpy(t, src, "{'descr': [('v', '|u1')], 'fortran_order': False, 'shape': (2, 3), }", []byte{1, 2, 3, 4, 5, 6})
+	table := filepath.Join(dir, "t")
+	res, err := importPath(t, src, table, writer.Options{})
+	if err != nil || res.Rows != 6 {
+		t.Fatalf("%+v %v", res, err)
+	}
+	if rows := readRows(t, table); rows[5]["v"] != int32(6) {
+		t.Fatalf("rows %v", rows)
+	}
+}

@@ -170,7 +170,15 @@ func parseNpyHeader(text string) (*npyHeader, error) {
 		f.size = f.count * dim.size
 		h.fields, h.itemSize = []npyField{f}, f.size
 	case []any:
+		// Every element of a structured array is a row, whatever its shape.
 		h.structured = true
+		h.records = 1
+		for _, n := range shape {
+			if n != 0 && h.records > (1<<62)/n {
+				return nil, fmt.Errorf("shape %v is too large", shape)
+			}
+			h.records *= n
+		}
 		off := 0
 		for i, fv := range descr {
 			f, err := parseField(fv)

@@ -284,7 +284,7 @@ func (w *write) commit(ctx context.Context) (*Result, error) {
 			return nil, fmt.Errorf("commit version %d: %w", version, err)
 		}
 		if w.attempts >= w.opts.MaxAttempts {
-			return nil, fmt.Errorf("commit: other writers took every version from %d on; gave up after %d attempts", version-int64(w.attempts)+1, w.attempts)
+			return nil, fmt.Errorf("commit: gave up after %d attempts: other writers kept taking the next version (last tried %d)", w.attempts, version)
 		}
 		if err := w.rebase(ctx, version); err != nil {
 			return nil, err
