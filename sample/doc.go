@@ -68,8 +68,9 @@
 // through the offset index and keeps decoded pages in a BlobCache keyed by
 // (file, size, column, row group/page). BlobCache is the seam for the
 // persistent cache (cache.Cache fits through a small adapter); MemCache is
-// the built-in strict LRU. Encoded images of recently read samples are kept
-// in a small LRU so a sample read in several pieces is encoded once.
+// the built-in strict LRU. Encoded images larger than 64 KiB (read by the
+// kernel in several requests) are kept in a small LRU so each is encoded
+// once; smaller ones are encoded per read, which is cheaper than caching.
 //
 // # Errors
 //
