@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/parquet-go/parquet-go"
+
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
@@ -212,5 +214,16 @@ func TestCanceledContext(t *testing.T) {
 	err := sc.All(ctx, func(*snapshot.AddFile, int64, []any) error { return nil })
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err %v, want context.Canceled", err)
+	}
+}
+
+// A data file whose row count differs from the log's statistics is an
+// error: it is not the file the log describes.
+func TestRowCountMismatch(t *testing.T) {
+	data, _ := rgFile(t, &parquet.Snappy)
+	snap := writeTable(t, t.TempDir(), rgSchema, nil, nil, genFile{path: "f.parquet", data: data, numRecords: rgRows + 1})
+	_, err := scanFile(t, snap, snap.Files[0])
+	if err == nil || !strings.Contains(err.Error(), "has 2000 rows, its statistics in the log say 2001") {
+		t.Errorf("err %v", err)
 	}
 }

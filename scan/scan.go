@@ -127,6 +127,11 @@ func (s *Scan) File(ctx context.Context, f *snapshot.AddFile, fn func(rowIndex i
 		return err
 	}
 	r.tz = s.opts.PartitionTimeZone
+	if f.NumRecords >= 0 && f.NumRecords != r.NumRows() {
+		// Row counts from the log place rows (shards, deletion vectors):
+		// a file that disagrees is not the file the log describes.
+		return fileErr(s.snap.Version, f.Path, fmt.Errorf("the data file has %d rows, its statistics in the log say %d", r.NumRows(), f.NumRecords))
+	}
 	ferr := error(nil)
 	err = r.readRows(ctx, s.fields, 0, math.MaxInt64, dv, func(row int64, vals []any) error {
 		ferr = fn(row, vals)
