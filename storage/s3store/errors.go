@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
@@ -33,8 +36,9 @@ type Error struct {
 	Permanent bool
 	Err       error // cause: the SDK's error, or nil
 
-	kind      error // storage sentinel, or nil
+	kind      error // storage sentinel (or the context's error), or nil
 	tableWide bool  // the problem is the table's (bucket, credentials), not the key's
+	quiet     bool  // Err adds nothing to the message
 }
 
 func (e *Error) Error() string {
@@ -60,7 +64,7 @@ func (e *Error) Error() string {
 	if e.Attempts > 1 {
 		detail = append(detail, fmt.Sprintf("%d attempts", e.Attempts))
 	}
-	if e.Err != nil {
+	if e.Err != nil && !e.quiet {
 		detail = append(detail, describe(e.Err))
 	}
 	if len(detail) > 0 {
@@ -96,6 +100,10 @@ func describe(err error) string {
 			msg += ": " + m
 		}
 		return msg
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error() // without the URL and the SDK's attempt count of 1
 	}
 	return err.Error()
 }
@@ -152,10 +160,10 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	switch {
 	case isCanceled(ctx, err):
 		e.Reason = "canceled"
-		e.Permanent = true
+		e.Permanent, e.quiet = true, true
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			e.Reason = ctxErr.Error()
-			e.Err = errors.Join(ctxErr, err)
+			e.kind = ctxErr
 		}
 	case errors.As(err, &se):
 		e.Reason, e.Permanent, e.tableWide = reasonNoCredentials, true, true
@@ -193,10 +201,23 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 		e.Reason = "request refused"
 		e.Permanent = !s.retryer.IsErrorRetryable(err)
 	default:
-		if attempts > 1 {
-			e.Reason = fmt.Sprintf("I/O error; gave up after %d attempts", attempts)
-		} else {
+		var ne net.Error
+		var be *bodyError
+		msg := err.Error()
+		switch {
+		case errors.As(err, &ne) && ne.Timeout():
+			e.Reason = fmt.Sprintf("request timed out (limit %v per attempt)", s.opts.RequestTimeout)
+		case errors.As(err, &be):
+			e.Reason = "response body cut short"
+		case strings.Contains(msg, "connection refused"):
+			e.Reason = "cannot connect to the S3 endpoint (connection refused)"
+		case strings.Contains(msg, "connection reset") || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+			e.Reason = "connection lost (reset or closed by the server)"
+		default:
 			e.Reason = "I/O error"
+		}
+		if attempts > 1 {
+			e.Reason += fmt.Sprintf("; gave up after %d attempts", attempts)
 		}
 	}
 	return e

@@ -63,32 +63,50 @@ func ctxT(t testing.TB) context.Context {
 // checkGoroutines fails t if, after cleanup, more goroutines run than
 // before the test (allowing them a few seconds to end). Register it first,
 // so that it runs after every other cleanup.
+//
+// Toxiproxy's own goroutines are not counted: v2.5.0 leaks link goroutines
+// blocked on a channel send when a toxic (reset_peer, limit_data) ends a
+// stream, even after the proxy is stopped. That is the test harness, not
+// the store.
 func checkGoroutines(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := countGoroutines()
 	t.Cleanup(func() {
 		var now int
+		var dump string
 		for deadline := time.Now().Add(5 * time.Second); ; {
-			now = runtime.NumGoroutine()
+			now, dump = countGoroutinesDump()
 			if now <= before || time.Now().After(deadline) {
 				break
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
 		if now > before {
-			buf := make([]byte, 1<<20)
-			n := runtime.Stack(buf, true)
-			t.Errorf("goroutine leak: %d before, %d after\n%s", before, now, filterStacks(string(buf[:n])))
+			t.Errorf("goroutine leak: %d before, %d after\n%s", before, now, dump)
 		}
 	})
 }
 
-func filterStacks(s string) string {
-	var out []string
-	for _, g := range strings.Split(s, "\n\n") {
-		if strings.Contains(g, "testing.tRunner") || strings.Contains(g, "runtime.goexit") && strings.Contains(g, "testing.(*T).Run") {
+func countGoroutines() int {
+	n, _ := countGoroutinesDump()
+	return n
+}
+
+// countGoroutinesDump counts the goroutines other than Toxiproxy's and
+// the test runner's, and returns their stacks.
+func countGoroutinesDump() (int, string) {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	var keep []string
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		switch {
+		case strings.Contains(g, "github.com/Shopify/toxiproxy/"),
+			strings.Contains(g, "testing.(*T).Run("),
+			strings.Contains(g, "testing.tRunner("),
+			strings.Contains(g, "testing.(*M)."),
+			strings.Contains(g, "runtime.goexit") && strings.Contains(g, "os/signal."):
 			continue
 		}
-		out = append(out, g)
+		keep = append(keep, g)
 	}
-	return strings.Join(out, "\n\n")
+	return len(keep), strings.Join(keep, "\n\n")
 }

@@ -33,6 +33,20 @@ func TestMoto(t *testing.T) {
 			return open(t, fmt.Sprintf("s3://%s/conformance/t%d", bucket, n), testOptions(ep))
 		})
 	})
+	// moto honours If-Match, so a change behind a store's back is a 412.
+	t.Run("PinningIfMatch", func(t *testing.T) {
+		s3test.Put(t, ep, bucket, "pin/a.parquet", randBytes(1, 5000))
+		st := open(t, "s3://"+bucket+"/pin", testOptions(ep))
+		if _, err := st.ReadAt(ctxT(t), "a.parquet", make([]byte, 10), 0); err != nil {
+			t.Fatal(err)
+		}
+		s3test.Put(t, ep, bucket, "pin/a.parquet", randBytes(2, 5000))
+		_, err := st.ReadAt(ctxT(t), "a.parquet", make([]byte, 10), 0)
+		if !errors.Is(err, storage.ErrChanged) || !strings.Contains(err.Error(), "If-Match") {
+			t.Fatalf("ReadAt after a change = %v; want ErrChanged from If-Match", err)
+		}
+		t.Logf("%v", err)
+	})
 	t.Run("MissingBucket", func(t *testing.T) {
 		st := open(t, "s3://no-such-bucket-deltafs/t", testOptions(ep))
 		_, err := st.List(ctxT(t), "_delta_log/", "")

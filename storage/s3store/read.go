@@ -257,7 +257,7 @@ type bodyError struct {
 }
 
 func (e *bodyError) Error() string {
-	return fmt.Sprintf("response body cut short: %d of %d bytes: %v", e.got, e.want, e.err)
+	return fmt.Sprintf("body cut short, %d of %d bytes received: %v", e.got, e.want, e.err)
 }
 func (e *bodyError) Unwrap() error { return e.err }
 
