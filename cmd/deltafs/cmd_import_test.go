@@ -17,6 +17,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
@@ -255,4 +256,31 @@ func checkIDsAndValues(ctx context.Context, s *snapshot.Snapshot, procs, appends
 		}
 	}
 	return nil
+}
+
+// TestImportCommandS3 imports into an s3:// table (in-process gofakes3)
+// with the global --s3-* options and credentials from the environment.
+func TestImportCommandS3(t *testing.T) {
+	endpoint := s3test.StartGofakes3(t)
+	s3test.CreateBucket(t, endpoint, "imports")
+	t.Setenv("AWS_ACCESS_KEY_ID", s3test.AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", s3test.SecretKey)
+	saved := global.storage
+	t.Cleanup(func() { global.storage = saved })
+	global.storage.S3 = storage.S3Options{Endpoint: endpoint, PathStyle: true, Region: s3test.Region}
+	for i, want := range []string{"created the table with", "appended"} {
+		out, err := execImport(t, "../../testdata/mnist/mnist-test.npy.gz", "s3://imports/tables/mnist")
+		m := importLine.FindStringSubmatch(out)
+		if err != nil || m == nil || m[1] != fmt.Sprint(i) || m[2] != want || m[3] != "10000" {
+			t.Fatalf("import %d: %q %v", i, out, err)
+		}
+	}
+	tbl, err := openTable(context.Background(), "s3://imports/tables/mnist")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := tbl.Snapshot(context.Background(), -1)
+	if err != nil || s.NumRows() != 20000 {
+		t.Fatalf("snapshot: %v %v", s, err)
+	}
 }
