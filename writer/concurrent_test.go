@@ -313,3 +313,23 @@ func TestIDRenumbering(t *testing.T) {
 		}
 	}
 }
+
+// TestCreateRaceNullability: the loser of a create race wrote nulls into a
+// column the winner declared NOT NULL: its commit fails.
+func TestCreateRaceNullability(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	loser, err := newWrite(ctx, local(t, dir), schemaOf(fieldOf("x", "double", true)), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := loser.writeFiles(ctx, SliceRows([]Row{{1.0}, {nil}})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Write(ctx, local(t, dir), schemaOf(fieldOf("x", "double", false)), SliceRows([]Row{{2.0}}), Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loser.commit(ctx); err == nil || !strings.Contains(err.Error(), `column "x" is NOT NULL in the table but the rows hold nulls`) {
+		t.Fatalf("err %v", err)
+	}
+}

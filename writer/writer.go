@@ -174,7 +174,9 @@ func newWrite(ctx context.Context, st storage.Storage, schema *snapshot.StructTy
 }
 
 // adopt checks that the write fits the table at state s and makes s the
-// version the write builds on.
+// version the write builds on. Before any data file is written, a column the
+// table declares NOT NULL becomes so for the write; after (a table created
+// concurrently), the files written must hold no null there.
 func (w *write) adopt(s *state) error {
 	if s.version >= 0 {
 		if err := s.checkWritable(w.opts.Mode); err != nil {
@@ -183,9 +185,19 @@ func (w *write) adopt(s *state) error {
 		if !sameSchema(s.snap.Schema, w.schema) {
 			return fmt.Errorf("%s: schema mismatch: the table has %s, the rows have %s", w.st.Location(), s.snap.Schema, w.schema)
 		}
-		// A column the table declares NOT NULL stays so.
 		for i := range w.cols {
-			w.cols[i].nullable = w.schema.Fields[i].Nullable && s.snap.Schema.Fields[i].Nullable
+			if s.snap.Schema.Fields[i].Nullable {
+				continue
+			}
+			if w.popts == nil {
+				w.cols[i].nullable = false
+				continue
+			}
+			for _, f := range w.files {
+				if f.stats[i].nulls > 0 {
+					return fmt.Errorf("%s: column %q is NOT NULL in the table but the rows hold nulls", w.st.Location(), w.cols[i].name)
+				}
+			}
 		}
 	}
 	w.state = s
