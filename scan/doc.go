@@ -71,7 +71,9 @@
 //
 // Errors about a data file are *FileError values that print as
 // "version N: PATH: cause". A data file missing from storage (vacuumed)
-// has a cause wrapping storage.ErrNotExist. A malformed file is an error,
+// has a cause wrapping storage.ErrNotExist. A data file whose footer row
+// count differs from the log's numRecords is an error: row counts from the
+// log place rows in shards and deletion vectors index them. A malformed file is an error,
 // never a panic: parquet-go's panics are recovered (panics of the
 // caller's callbacks are not).
 package scan
