@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/deltafs/deltafs/snapshot"
+	"github.com/deltafs/deltafs/storage"
 )
 
 var tagSchema = schemaOf(fieldOf("id", "long", false), fieldOf("tag", "string", false))
@@ -54,7 +56,9 @@ func TestConcurrentAppends(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st := local(t, dir) // each writer its own storage, as separate processes would
+			// Each writer its own storage, as separate processes would; a
+			// pause before each commit put makes writers collide.
+			st := slowCommits{local(t, dir)}
 			for a := range appends {
 				tag := fmt.Sprintf("w%d-a%d", w, a)
 				res, err := Write(ctx, st, tagSchema, tagged(tag, rowsEach), Options{IDColumn: "id", RowsPerFile: 2})
@@ -111,6 +115,19 @@ func TestConcurrentAppends(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d appends retried after losing a version", retried, writers*appends)
+	if retried == 0 {
+		t.Error("no writer lost a version: the race was not exercised")
+	}
+}
+
+// slowCommits pauses before putting a commit file.
+type slowCommits struct{ storage.Storage }
+
+func (s slowCommits) Put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
+	if strings.HasPrefix(key, logDir) {
+		time.Sleep(3 * time.Millisecond)
+	}
+	return s.Storage.Put(ctx, key, data, ifAbsent)
 }
 
 // TestConcurrentOverwrite: appends race an overwriter. Each overwrite
