@@ -1,6 +1,7 @@
 package scan
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -153,3 +154,5 @@ func sorted(s []string) []string {
 }
 
 func itoa(v int64) string { return strconv.FormatInt(v, 10) }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }
