@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,7 +51,13 @@ type Fake struct {
 	mu   sync.Mutex
 	srv  *http.Server
 	done chan struct{}
+
+	open atomic.Int64 // client connections open now
 }
+
+// OpenConns is the number of client connections open now (idle ones
+// included).
+func (f *Fake) OpenConns() int64 { return f.open.Load() }
 
 // NewFake starts gofakes3. wrap, if not nil, wraps its handler (fault and
 // compatibility middleware: see Throttle, StripHeader).
@@ -82,7 +89,17 @@ func StartGofakes3(t testing.TB) (endpoint string) {
 func (f *Fake) serve(ln net.Listener) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	srv := &http.Server{Handler: f.handler}
+	srv := &http.Server{
+		Handler: f.handler,
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			switch st {
+			case http.StateNew:
+				f.open.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				f.open.Add(-1)
+			}
+		},
+	}
 	f.srv = srv
 	done := make(chan struct{})
 	f.done = done
@@ -156,7 +173,9 @@ func NewClient(endpoint string) *s3.Client {
 		Credentials:                credentials.NewStaticCredentialsProvider(ak, sk, ""),
 		RequestChecksumCalculation: aws.RequestChecksumCalculationWhenRequired,
 		ResponseChecksumValidation: aws.ResponseChecksumValidationWhenRequired,
-		HTTPClient:                 &http.Client{Timeout: 30 * time.Second},
+		// No keep-alive: helper clients leave no idle connection behind
+		// (tests count the server's open connections).
+		HTTPClient: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}},
 	})
 }
 

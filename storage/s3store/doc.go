@@ -27,7 +27,8 @@
 //     keys are filtered (and, if needed, sorted) again on the client since
 //     some servers ignore StartAfter. A prefix without objects is an empty
 //     list, not ErrNotExist.
-//   - Stat is HeadObject (size, ETag, LastModified). ReadAt is one GET with
+//   - Stat is HeadObject (size, ETag, LastModified; ObjectInfo.ETag is
+//     the ETag without its quotes, as in List). ReadAt is one GET with
 //     Range: bytes=off-end; the body must be exactly the bytes asked for
 //     (Content-Range and Content-Length are checked, the body is read in
 //     full), else the attempt failed and is retried: a body cut short is
@@ -61,8 +62,10 @@
 // retried (Error.Permanent). Neither errors nor log records contain
 // credentials: the SDK signs requests but never prints keys, request
 // logging is off, and locations with user:secret@ are refused without
-// being echoed. The mount turns ErrNotExist into ENOENT and everything
-// else into EIO.
+// being echoed. Retries are logged at debug level (Options.Logger, by
+// default slog.Default()) with the server's answer. A done context ends an
+// operation at once with an error matching the context's error. The mount
+// turns ErrNotExist into ENOENT and everything else into EIO.
 //
 // # Retries and timeouts
 //

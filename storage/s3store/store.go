@@ -226,7 +226,7 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 			so.BaseEndpoint = aws.String(o.Endpoint)
 		}
 		so.UsePathStyle = o.PathStyle
-		so.Retryer = s.retryer
+		so.Retryer = loggingRetryer{s.retryer, s}
 		so.HTTPClient = hc
 		so.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
@@ -352,4 +352,16 @@ func (s *Store) Stats() Stats {
 		InFlight:        c.inFlight.Load(), MaxInFlight: c.maxInFlight.Load(),
 		Pinned: n,
 	}
+}
+
+// loggingRetryer is the SDK's retryer for operations other than GET: it
+// logs each retry (at debug level) before the SDK waits.
+type loggingRetryer struct {
+	*retry.Standard
+	s *Store
+}
+
+func (r loggingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
+	r.s.log.Debug("s3: retrying", "location", r.s.loc, "attempt", attempt+1, "err", describe(err))
+	return r.Standard.RetryDelay(attempt, err)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand"
 	"net/http"
 	"os"
@@ -565,4 +566,91 @@ func TestUploadDir(t *testing.T) {
 			t.Fatalf("%s: %v %v", got[i].Key, err1, err2)
 		}
 	}
+}
+
+// TestCloseLeavesNothing: after a burst of parallel reads and Close, the
+// server sees no open connection and no goroutine is left.
+func TestCloseLeavesNothing(t *testing.T) {
+	checkGoroutines(t)
+	fake := s3test.NewFake(t, nil)
+	bucket := newBucket(t, fake.Endpoint)
+	data := randBytes(6, 1<<20)
+	s3test.Put(t, fake.Endpoint, bucket, "f", data)
+	o := testOptions(fake.Endpoint)
+	o.CoalesceGap = -1
+	st, err := s3store.NewWithOptions(ctxT(t), "s3://"+bucket, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ranges []s3store.Range
+	for i := int64(0); i < 16; i++ {
+		ranges = append(ranges, s3store.Range{Off: i * 65536, Len: 1000})
+	}
+	if _, err := st.ReadRanges(ctxT(t), "f", ranges); err != nil {
+		t.Fatal(err)
+	}
+	if n := fake.OpenConns(); n < 2 {
+		t.Fatalf("%d connections open before Close, want several", n)
+	}
+	if s := st.Stats(); s.Gets != 16 {
+		t.Errorf("%d GETs, want 16", s.Gets)
+	}
+	st.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for fake.OpenConns() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := fake.OpenConns(); n != 0 {
+		t.Fatalf("%d connections open after Close", n)
+	}
+}
+
+// TestSecretNotLogged: a request failing after retries, with debug logging
+// on, mentions the secret neither in its error nor in the log.
+func TestSecretNotLogged(t *testing.T) {
+	checkGoroutines(t)
+	const secret = "kn0wn/SECRET/value/never/to/be/printed"
+	wrap, _ := s3test.Throttle(-1)
+	fake := s3test.NewFake(t, wrap)
+	var logBuf bytes.Buffer
+	var mu sync.Mutex
+	o := testOptions(fake.Endpoint)
+	o.Credentials = aws.NewCredentialsCache(staticCreds{"AKIAKNOWNKEY00000000", secret})
+	o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&mu, &logBuf}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	st := open(t, "s3://b/t", o)
+	_, err := st.ReadAt(ctxT(t), "k", make([]byte, 10), 0)
+	if err == nil {
+		t.Fatal("read succeeded")
+	}
+	_, err2 := st.List(ctxT(t), "", "")
+	err3 := st.Put(ctxT(t), "k", []byte("x"), true)
+	mu.Lock()
+	log := logBuf.String()
+	mu.Unlock()
+	if !strings.Contains(log, "retrying") {
+		t.Errorf("no retries logged:\n%s", log)
+	}
+	for _, s := range []string{err.Error(), err2.Error(), err3.Error(), log} {
+		if strings.Contains(s, secret) || strings.Contains(s, "kn0wn") {
+			t.Errorf("the secret is printed: %s", s)
+		}
+	}
+	t.Logf("%v\n%s", err, log)
+}
+
+type staticCreds struct{ ak, sk string }
+
+func (c staticCreds) Retrieve(context.Context) (aws.Credentials, error) {
+	return aws.Credentials{AccessKeyID: c.ak, SecretAccessKey: c.sk, Source: "test"}, nil
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
