@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -293,4 +294,46 @@ func TestCheckpointDamageNeverPanics(t *testing.T) {
 	if failures == 0 {
 		t.Error("no damage was detected at all")
 	}
+}
+
+// Damaged sizes in a checkpoint's metadata do not make the reader
+// allocate what they claim: the footer length and the row count are
+// checked against the file size.
+func TestCheckpointDamagedSizesBounded(t *testing.T) {
+	orig, err := os.ReadFile(filepath.Join(testdataDir, "dat-with_checkpoint", "_delta_log", "00000000000000000002.checkpoint.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hugeFooter := append([]byte{}, orig...)
+	copy(hugeFooter[len(hugeFooter)-8:], []byte{0xf0, 0xff, 0xff, 0xff})
+	ctx := context.Background()
+	for what, b := range map[string][]byte{"footer length": hugeFooter} {
+		st := newMem()
+		st.set("x.parquet", b, f0())
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		_, err := readCheckpointFile(ctx, st, "x.parquet", int64(len(b)), false)
+		runtime.ReadMemStats(&m1)
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v", what, err)
+		}
+		if a := m1.TotalAlloc - m0.TotalAlloc; a > 16<<20 {
+			t.Errorf("%s: allocated %d MiB", what, a>>20)
+		}
+	}
+	// A row group claiming more rows than the file has bytes.
+	pf, err := openParquet(ctx, loadDirFile(t, orig), "x.parquet", int64(len(orig)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf.size = 3 // as if the file were 3 bytes: its row groups claim more rows
+	if _, err := readParquetCheckpoint(pf); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("row count beyond the file size: %v", err)
+	}
+}
+
+func loadDirFile(t *testing.T, data []byte) *memStorage {
+	m := newMem()
+	m.set("x.parquet", data, f0())
+	return m
 }

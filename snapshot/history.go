@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -66,26 +67,36 @@ func (t *Table) versionInfos(ctx context.Context, lst *logListing) ([]VersionInf
 		return nil, err
 	}
 	n := lst.latest - e + 1
-	metas := make([]versionMeta, n)
-	have := make([]bool, n)
+	// Versions already described in the last answer are kept (commits
+	// are immutable); only new ones are read.
 	t.mu.Lock()
-	for v := e; v <= lst.latest; v++ {
+	cfg, c := t.ict, t.vcache
+	t.mu.Unlock()
+	var prefix []VersionInfo
+	if c.e == e && c.ict == cfg && int64(len(c.list)) <= n {
+		prefix = c.list
+	}
+	start := e + int64(len(prefix))
+	metas := make([]versionMeta, lst.latest-start+1)
+	have := make([]bool, len(metas))
+	t.mu.Lock()
+	for v := start; v <= lst.latest; v++ {
 		if m, ok := t.infos[v]; ok {
-			metas[v-e], have[v-e] = m, true
+			metas[v-start], have[v-start] = m, true
 		} else if a, ok := t.commits.get(v); ok {
-			metas[v-e], have[v-e] = metaOf(a.CommitInfo, fileTime(lst, v)), true
+			metas[v-start], have[v-start] = metaOf(a.CommitInfo, fileTime(lst, v)), true
 		}
 	}
 	t.mu.Unlock()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
-	for v := e; v <= lst.latest; v++ {
-		if have[v-e] {
+	for v := start; v <= lst.latest; v++ {
+		if have[v-start] {
 			continue
 		}
 		f, ok := lst.commit(v)
 		if !ok {
-			metas[v-e] = versionMeta{modTime: fileTime(lst, v)}
+			metas[v-start] = versionMeta{modTime: fileTime(lst, v)}
 			continue
 		}
 		g.Go(func() error {
@@ -96,7 +107,7 @@ func (t *Table) versionInfos(ctx context.Context, lst *logListing) ([]VersionInf
 			// A damaged commitInfo leaves the version listed without an
 			// operation; Snapshot of it reports the damage.
 			ci, _ := parseCommitInfo(data)
-			metas[v-e] = metaOf(ci, f.ModTime)
+			metas[v-start] = metaOf(ci, f.ModTime)
 			return nil
 		})
 	}
@@ -104,17 +115,25 @@ func (t *Table) versionInfos(ctx context.Context, lst *logListing) ([]VersionInf
 		return nil, err
 	}
 	out := make([]VersionInfo, n)
+	copy(out, prefix)
+	for i, m := range metas {
+		v := start + int64(i)
+		out[v-e] = VersionInfo{Version: v, Operation: m.operation, Engine: m.engine, Timestamp: cfg.time(v, m.ict, m.modTime)}
+	}
 	t.mu.Lock()
 	for i, m := range metas {
-		v := e + int64(i)
-		t.infos[v] = m
-		out[i] = VersionInfo{Version: v, Operation: m.operation, Engine: m.engine}
+		t.infos[start+int64(i)] = m
 	}
+	t.vcache = versionsCache{e: e, ict: cfg, list: out}
 	t.mu.Unlock()
-	for i, m := range metas {
-		out[i].Timestamp = t.versionTime(out[i].Version, m.ict, m.modTime)
-	}
-	return out, nil
+	return slices.Clone(out), nil
+}
+
+// versionsCache is the last answer of versionInfos.
+type versionsCache struct {
+	e    int64
+	ict  ictConfig
+	list []VersionInfo // versions e, e+1, ...; never modified
 }
 
 func metaOf(ci *CommitInfo, mod time.Time) versionMeta {

@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -21,10 +22,10 @@ import (
 
 // pqValue is one leaf value with its levels, copied out of the page.
 type pqValue struct {
+	s        string // BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY
+	i        int64  // INT32, INT64, BOOLEAN (0/1)
 	def, rep int16
 	null     bool
-	i        int64  // INT32, INT64, BOOLEAN (0/1)
-	s        string // BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY
 }
 
 // pqColumn is one leaf column of a row group: its values, and where each
@@ -56,8 +57,9 @@ func (c *pqColumn) defined(r, def int) bool {
 
 // pqFile is an opened Parquet file of the log.
 type pqFile struct {
-	key string
-	f   *parquet.File
+	key  string
+	f    *parquet.File
+	size int64 // bytes
 }
 
 // openParquet opens a Parquet log file. parquet-go panics are turned into
@@ -77,11 +79,28 @@ func openParquet(ctx context.Context, st storage.Storage, key string, size int64
 	if err != nil {
 		return nil, storageCause(err)
 	}
+	if err := checkParquetFrame(data); err != nil {
+		return nil, err
+	}
 	f, err := parquet.OpenFile(bytesReaderAt(data), size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return nil, corruptf("parquet: %v", err)
 	}
-	return &pqFile{key: key, f: f}, nil
+	return &pqFile{key: key, f: f, size: size}, nil
+}
+
+// checkParquetFrame checks the magic bytes and that the footer length fits
+// in the file before parquet-go sees it: parquet-go allocates a buffer of
+// the stored length first (up to 4 GiB for a damaged file).
+func checkParquetFrame(data []byte) error {
+	if len(data) < 12 || string(data[:4]) != "PAR1" || string(data[len(data)-4:]) != "PAR1" {
+		return corruptf("not a Parquet file (magic bytes missing)")
+	}
+	footer := binary.LittleEndian.Uint32(data[len(data)-8:])
+	if int64(footer) > int64(len(data))-12 {
+		return corruptf("Parquet footer length %d does not fit in a %d-byte file", footer, len(data))
+	}
+	return nil
 }
 
 type bytesReaderAt []byte
@@ -174,9 +193,16 @@ func (p *pqFile) readColumn(rg parquet.RowGroup, col int, maxDef int) (c *pqColu
 	if col < 0 || col >= len(chunks) {
 		return nil, nil
 	}
-	c = &pqColumn{maxDef: maxDef}
+	// Bounds from the file size, not from its (possibly damaged)
+	// metadata: every checkpoint row is an action with at least one byte
+	// of its own, and a value takes at least a bit (map keys are unique,
+	// so repeated values cannot all be one run).
 	n := rg.NumRows()
-	c.rows = make([]int, 0, n+1)
+	if n < 0 || n > p.size {
+		return nil, corruptf("parquet row group of %d rows in a %d-byte file", n, p.size)
+	}
+	maxValues := 8*p.size + 1024
+	c = &pqColumn{maxDef: maxDef, rows: make([]int, 0, min(n, 1<<16)+1)}
 	pages := chunks[col].Pages()
 	defer pages.Close()
 	buf := make([]parquet.Value, 1024)
@@ -211,6 +237,10 @@ func (p *pqFile) readColumn(rg parquet.RowGroup, col int, maxDef int) (c *pqColu
 					c.rows = append(c.rows, len(c.vals))
 				}
 				c.vals = append(c.vals, pv)
+			}
+			if int64(len(c.rows)) > n || int64(len(c.vals)) > maxValues {
+				parquet.Release(pg)
+				return nil, corruptf("parquet column %d: more values than the row group can hold", col)
 			}
 			if err == io.EOF {
 				break

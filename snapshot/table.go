@@ -73,6 +73,7 @@ type Table struct {
 	infos   map[int64]versionMeta           // guarded by mu; for Versions
 	dvs     *lru[string, *roaring64.Bitmap] // guarded by mu; by storage key + DV id
 	ict     ictConfig                       // guarded by mu
+	vcache  versionsCache                   // guarded by mu
 }
 
 // Open opens the table at st: it reads _last_checkpoint (a hint), lists

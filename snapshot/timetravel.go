@@ -39,7 +39,13 @@ func (t *Table) versionTime(v int64, ict *int64, mod time.Time) time.Time {
 	t.mu.Lock()
 	cfg := t.ict
 	t.mu.Unlock()
-	if ict != nil && cfg.uses(v) {
+	return cfg.time(v, ict, mod)
+}
+
+// time is the time of version v with in-commit timestamp ict (nil when
+// the commit has none) and file time mod.
+func (c ictConfig) time(v int64, ict *int64, mod time.Time) time.Time {
+	if ict != nil && c.uses(v) {
 		return time.UnixMilli(*ict)
 	}
 	return mod
