@@ -19,6 +19,13 @@ import (
 // about 19% non-zero bytes), snappy, written by parquet-go with its
 // defaults (one row group, ~256 KiB pages). Each reports rows/s; MB/s
 // counts the decoded value bytes (8+4+784 per row).
+//
+// Measured (2 shared cores, November 2026, file in the page cache):
+// RawPages 910-930k rows/s (720-740 MB/s); ScanFile 750-830k rows/s
+// (600-660 MB/s, 85-90% of raw: snappy decoding dominates both, the rest
+// is two allocations per row boxing values into []any); ScanFileJSON
+// 410-500k rows/s (base64 of the features); ScanProjection (id, label)
+// 12.5M rows/s.
 
 const (
 	benchRows  = 60000
