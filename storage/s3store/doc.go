@@ -26,7 +26,8 @@
 //   - List is ListObjectsV2 with Prefix and StartAfter over every page;
 //     keys are filtered (and, if needed, sorted) again on the client since
 //     some servers ignore StartAfter. A prefix without objects is an empty
-//     list, not ErrNotExist.
+//     list, not ErrNotExist. Folder markers (keys ending in '/') are not
+//     listed.
 //   - Stat is HeadObject (size, ETag, LastModified; ObjectInfo.ETag is
 //     the ETag without its quotes, as in List). ReadAt is one GET with
 //     Range: bytes=off-end; the body must be exactly the bytes asked for

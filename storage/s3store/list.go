@@ -14,7 +14,8 @@ import (
 // List implements storage.Storage with ListObjectsV2 (Prefix, StartAfter,
 // continuation pages). Keys are filtered again here, because some
 // S3-compatible servers ignore StartAfter, and sorted if a server returns
-// them out of order. A prefix with no objects lists as empty (S3 has no
+// them out of order. Folder markers (keys ending in '/') are left out. A
+// prefix with no objects lists as empty (S3 has no
 // directories), never as storage.ErrNotExist; a missing bucket is
 // ErrNotExist. List does not pin.
 func (s *Store) List(ctx context.Context, prefix, startAfter string) ([]storage.ObjectInfo, error) {
@@ -43,7 +44,9 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string) ([]storage.
 		for _, o := range page.Contents {
 			full := aws.ToString(o.Key)
 			key, ok := strings.CutPrefix(full, s.prefix)
-			if !ok || !strings.HasPrefix(key, prefix) || key <= startAfter || key == "" {
+			// "dir/" keys are folder markers (S3 console, Hadoop): not
+			// objects of the table, as directories are not for storage.Local.
+			if !ok || !strings.HasPrefix(key, prefix) || key <= startAfter || key == "" || strings.HasSuffix(key, "/") {
 				continue
 			}
 			if len(out) > 0 && key <= out[len(out)-1].Key {

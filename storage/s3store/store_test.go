@@ -654,3 +654,25 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestFolderMarkers: zero-byte "dir/" objects made by consoles and Hadoop
+// are not listed.
+func TestFolderMarkers(t *testing.T) {
+	ep := s3test.StartGofakes3(t)
+	bucket := newBucket(t, ep)
+	for _, k := range []string{"t/", "t/_delta_log/", "t/_delta_log/00000000000000000000.json", "t/date=1/", "t/date=1/part-0.parquet"} {
+		s3test.Put(t, ep, bucket, k, nil)
+	}
+	st := open(t, "s3://"+bucket+"/t", testOptions(ep))
+	infos, err := st.List(ctxT(t), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, oi := range infos {
+		got = append(got, oi.Key)
+	}
+	if strings.Join(got, ",") != "_delta_log/00000000000000000000.json,date=1/part-0.parquet" {
+		t.Fatalf("List = %q", got)
+	}
+}
