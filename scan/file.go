@@ -2,6 +2,7 @@ package scan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync/atomic"
@@ -75,6 +76,9 @@ func openParquet(ctx context.Context, st storage.Storage, key string, size, vers
 	}()
 	if size <= 0 {
 		info, err := st.Stat(ctx, key)
+		if errors.Is(err, storage.ErrNotExist) {
+			return nil, errMissing
+		}
 		if err != nil {
 			return nil, err
 		}
