@@ -1,33 +1,35 @@
 package snapshot
 
-// lru is a small least-recently-used map bounded by a total cost. Not
-// safe for concurrent use: Table guards its caches with its mutex.
+import "container/list"
+
+// lru is a small least-recently-used map bounded by a total cost, O(1) per
+// operation. Not safe for concurrent use: Table guards its caches with its
+// mutex.
 type lru[K comparable, V any] struct {
-	max   int // maximum total cost; <= 0 disables the cache
+	max   int // maximum total cost
 	cost  int
-	tick  uint64
-	items map[K]*lruItem[V]
+	order *list.List // of *lruItem, most recently used first
+	items map[K]*list.Element
 }
 
-type lruItem[V any] struct {
+type lruItem[K comparable, V any] struct {
+	k    K
 	v    V
 	cost int
-	used uint64
 }
 
 func newLRU[K comparable, V any](max int) *lru[K, V] {
-	return &lru[K, V]{max: max, items: map[K]*lruItem[V]{}}
+	return &lru[K, V]{max: max, order: list.New(), items: map[K]*list.Element{}}
 }
 
 func (c *lru[K, V]) get(k K) (V, bool) {
-	it, ok := c.items[k]
+	e, ok := c.items[k]
 	if !ok {
 		var zero V
 		return zero, false
 	}
-	c.tick++
-	it.used = c.tick
-	return it.v, true
+	c.order.MoveToFront(e)
+	return e.Value.(*lruItem[K, V]).v, true
 }
 
 // put adds or replaces k, then evicts the least recently used items until
@@ -36,34 +38,30 @@ func (c *lru[K, V]) put(k K, v V, cost int) {
 	if cost < 1 {
 		cost = 1
 	}
-	if old, ok := c.items[k]; ok {
-		c.cost -= old.cost
+	if e, ok := c.items[k]; ok {
+		c.cost -= e.Value.(*lruItem[K, V]).cost
+		c.order.Remove(e)
 		delete(c.items, k)
 	}
 	if cost > c.max {
 		return
 	}
-	c.tick++
-	c.items[k] = &lruItem[V]{v: v, cost: cost, used: c.tick}
+	c.items[k] = c.order.PushFront(&lruItem[K, V]{k: k, v: v, cost: cost})
 	c.cost += cost
 	for c.cost > c.max {
-		var oldest K
-		first := true
-		var oldestUsed uint64
-		for k, it := range c.items {
-			if first || it.used < oldestUsed {
-				oldest, oldestUsed, first = k, it.used, false
-			}
-		}
-		c.cost -= c.items[oldest].cost
-		delete(c.items, oldest)
+		e := c.order.Back()
+		it := e.Value.(*lruItem[K, V])
+		c.order.Remove(e)
+		delete(c.items, it.k)
+		c.cost -= it.cost
 	}
 }
 
-// each calls fn for every cached item (in no order).
+// each calls fn for every cached item, most recently used first.
 func (c *lru[K, V]) each(fn func(K, V)) {
-	for k, it := range c.items {
-		fn(k, it.v)
+	for e := c.order.Front(); e != nil; e = e.Next() {
+		it := e.Value.(*lruItem[K, V])
+		fn(it.k, it.v)
 	}
 }
 
