@@ -259,3 +259,27 @@ func BenchmarkVersionsPoll(b *testing.B) {
 		}
 	}
 }
+
+// History (what `deltafs log` prints) of the 100,000-commit log: the
+// earliest version, then one commit per version.
+func BenchmarkHistory(b *testing.B) {
+	l := largeLogOnce(b)
+	ctx := context.Background()
+	for b.Loop() {
+		b.StopTimer()
+		tbl, err := Open(ctx, openLocal(b, l.dir))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		n := int64(0)
+		var last VersionStats
+		if err := tbl.History(ctx, func(vs VersionStats) error { n++; last = vs; return nil }); err != nil {
+			b.Fatal(err)
+		}
+		files, rows := l.liveAt(l.commits)
+		if n != l.commits+1 || last.Files != files || last.Rows != rows {
+			b.Fatalf("History: %d versions, last %+v", n, last)
+		}
+	}
+}
