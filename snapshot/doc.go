@@ -41,8 +41,9 @@
 //
 // # Caching and sharing
 //
-// A Table keeps its listing, parsed commits and checkpoints and recently
-// built snapshots (all bounded). Building version N starts from the
+// A Table keeps its listing, parsed commits and checkpoints, decoded
+// deletion vectors and recently built snapshots (bounded by Options; the
+// listing and the per-version commit times grow with the log). Building version N starts from the
 // nearest cached snapshot at or after the checkpoint that N would use,
 // else from that checkpoint, and applies only the commits after it.
 // AddFile values are interned by (path, deletion vector id) and content,
@@ -57,6 +58,27 @@
 // storage.ErrNotExist, or are an *UnsupportedFeatureError. No input makes
 // this package panic: Parquet and roaring panics are recovered into
 // errors naming the file.
+//
+// # Versions and times
+//
+// The readable versions (Versions, History, VersionAt) run from Earliest —
+// 0, or the oldest complete checkpoint after which no commit is missing —
+// to the latest listed version. Snapshot also builds an older version when
+// its own segment is intact (commits before a gap), and refuses, naming
+// the missing file, one that needs a missing commit. A version's time is
+// its inCommitTimestamp when the latest metadata enables in-commit
+// timestamps from that version on, else its commit file's modification
+// time; VersionAt returns the greatest version whose time is not after
+// the time asked for, without assuming that times increase.
+//
+// # Damage
+//
+// A corrupt or missing log file fails only the versions that need it.
+// Open fails for a refused protocol of the latest version, an I/O error,
+// or a log in which no version can be reconstructed; a damaged latest
+// version leaves Open working and makes Snapshot of it fail. Versions
+// lists damaged versions too (Snapshot says what is wrong); History stops
+// at the first one, after reporting the versions before it.
 //
 // # What is left to others
 //
