@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"io"
 
 	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -237,7 +236,9 @@ func decodeDVBytes(b []byte) (bm *roaring64.Bitmap, err error) {
 	return bm, nil
 }
 
-// checkPortable validates the 64-bit portable format and returns it.
+// checkPortable validates the 64-bit portable format and returns it
+// without its empty buckets (Spark writes every bucket up to the last, and
+// roaring64 misbehaves on empty containers).
 func checkPortable(body []byte) ([]byte, error) {
 	if len(body) < 8 {
 		return nil, corruptf("deletion vector: truncated bucket count")
@@ -248,31 +249,39 @@ func checkPortable(body []byte) ([]byte, error) {
 	if n > uint64(len(rest))/12 {
 		return nil, corruptf("deletion vector: %d buckets cannot fit in %d bytes", n, len(rest))
 	}
-	r := bytes.NewReader(rest)
+	out := binary.LittleEndian.AppendUint64(make([]byte, 0, len(body)), 0)
+	kept := uint64(0)
 	prev := int64(-1)
 	for i := uint64(0); i < n; i++ {
-		var kb [4]byte
-		if _, err := io.ReadFull(r, kb[:]); err != nil {
+		if len(rest) < 4 {
 			return nil, corruptf("deletion vector: truncated bucket %d", i)
 		}
-		key := int64(binary.LittleEndian.Uint32(kb[:]))
+		key := int64(binary.LittleEndian.Uint32(rest))
 		if key <= prev {
 			return nil, corruptf("deletion vector: bucket keys not increasing (%d after %d)", key, prev)
 		}
 		prev = key
+		r := bytes.NewReader(rest[4:])
 		var b32 roaring.Bitmap
 		if _, err := b32.ReadFrom(r); err != nil {
 			return nil, corruptf("deletion vector: bucket %d: %v", i, err)
 		}
+		size := len(rest) - 4 - r.Len()
+		if !b32.IsEmpty() {
+			out = append(out, rest[:4+size]...)
+			kept++
+		}
+		rest = rest[4+size:]
 	}
-	if r.Len() != 0 {
-		return nil, corruptf("deletion vector: %d bytes after the bitmap", r.Len())
+	if len(rest) != 0 {
+		return nil, corruptf("deletion vector: %d bytes after the bitmap", len(rest))
 	}
-	return body, nil
+	binary.LittleEndian.PutUint64(out, kept)
+	return out, nil
 }
 
 // nativeToPortable validates the native format and rewrites it in the
-// portable one.
+// portable one, without empty bitmaps.
 func nativeToPortable(body []byte) ([]byte, error) {
 	if len(body) < 4 {
 		return nil, corruptf("deletion vector: truncated bitmap count")
@@ -282,7 +291,8 @@ func nativeToPortable(body []byte) ([]byte, error) {
 	if n < 0 || n > int64(len(rest))/12 {
 		return nil, corruptf("deletion vector: %d bitmaps cannot fit in %d bytes", n, len(rest))
 	}
-	out := binary.LittleEndian.AppendUint64(make([]byte, 0, len(body)+8), uint64(n))
+	out := binary.LittleEndian.AppendUint64(make([]byte, 0, len(body)+8), 0)
+	kept := uint64(0)
 	for i := int64(0); i < n; i++ {
 		if len(rest) < 4 {
 			return nil, corruptf("deletion vector: truncated bitmap %d", i)
@@ -297,13 +307,17 @@ func nativeToPortable(body []byte) ([]byte, error) {
 		if _, err := b32.ReadFrom(r); err != nil || r.Len() != 0 {
 			return nil, corruptf("deletion vector: bitmap %d: bad serialisation (%v)", i, err)
 		}
-		out = binary.LittleEndian.AppendUint32(out, uint32(i))
-		out = append(out, rest[:size]...)
+		if !b32.IsEmpty() {
+			out = binary.LittleEndian.AppendUint32(out, uint32(i))
+			out = append(out, rest[:size]...)
+			kept++
+		}
 		rest = rest[size:]
 	}
 	if len(rest) != 0 {
 		return nil, corruptf("deletion vector: %d bytes after the bitmaps", len(rest))
 	}
+	binary.LittleEndian.PutUint64(out, kept)
 	return out, nil
 }
 
@@ -313,7 +327,7 @@ func checkCardinality(bm *roaring64.Bitmap, dv *DeletionVector, numRecords int64
 	if c := bm.GetCardinality(); c != uint64(dv.Cardinality) {
 		return corruptf("deletion vector holds %d rows, descriptor says %d", c, dv.Cardinality)
 	}
-	if bm.IsEmpty() {
+	if bm.GetCardinality() == 0 {
 		return nil
 	}
 	hi := bm.Maximum()

@@ -134,6 +134,22 @@ func TestDeletionVectorDecoding(t *testing.T) {
 		t.Fatalf("native: %v, %v", bm, err)
 	}
 
+	// Empty buckets, as Spark writes them, also the last one.
+	withEmpty := binary.LittleEndian.AppendUint32(nil, dvMagicPortable)
+	withEmpty = binary.LittleEndian.AppendUint64(withEmpty, 3)
+	for key, low := range [][]uint32{{}, {5}, {}} {
+		b32, _ := roaring.BitmapOf(low...).ToBytes()
+		withEmpty = binary.LittleEndian.AppendUint32(withEmpty, uint32(key))
+		withEmpty = append(withEmpty, b32...)
+	}
+	bm, err = decodeDVBytes(withEmpty)
+	if err != nil || !slices.Equal(bm.ToArray(), []uint64{1<<32 + 5}) || bm.Maximum() != 1<<32+5 {
+		t.Fatalf("empty buckets: %v, %v", bm, err)
+	}
+	if err := checkCardinality(bm, &DeletionVector{Cardinality: 1}, 1<<33); err != nil {
+		t.Fatal(err)
+	}
+
 	bad := map[string][]byte{
 		"short":        {1, 2},
 		"bad magic":    append([]byte{1, 2, 3, 4}, raw[4:]...),
