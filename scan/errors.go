@@ -6,6 +6,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
 
@@ -16,7 +17,9 @@ import (
 //	version 3: part-00001-….parquet: cause
 //
 // A data file missing from storage (vacuumed) has a cause wrapping
-// storage.ErrNotExist.
+// storage.ErrNotExist. A cause from the log side (a *snapshot.Error, such as
+// a damaged deletion vector) already names the table, version and file at
+// fault, and prints as it is.
 type FileError struct {
 	Version int64
 	Path    string
@@ -24,6 +27,9 @@ type FileError struct {
 }
 
 func (e *FileError) Error() string {
+	if se := (*snapshot.Error)(nil); errors.As(e.Err, &se) {
+		return se.Error()
+	}
 	return fmt.Sprintf("version %d: %s: %v", e.Version, e.Path, e.Err)
 }
 

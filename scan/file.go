@@ -67,6 +67,22 @@ func FileRowCount(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddF
 	return r.NumRows(), nil
 }
 
+// FooterRows counts rows from Parquet footers in st, for
+// snapshot.Table.History on tables whose adds lack numRecords.
+func FooterRows(st storage.Storage) snapshot.FileRows {
+	return func(ctx context.Context, key string, size int64) (int64, error) {
+		r, err := openParquet(ctx, st, key, size, -1, key)
+		if err != nil {
+			var fe *FileError
+			if errors.As(err, &fe) {
+				return 0, fe.Err // History names the version and file
+			}
+			return 0, err
+		}
+		return r.NumRows(), nil
+	}
+}
+
 // openParquet opens a Parquet object; size <= 0 means unknown.
 func openParquet(ctx context.Context, st storage.Storage, key string, size, version int64, path string) (r *FileReader, err error) {
 	defer func() {

@@ -22,6 +22,7 @@ type genFile struct {
 	data       []byte
 	partition  map[string]*string
 	numRecords int64 // -1: no stats
+	dv         map[string]any // the add's deletionVector descriptor, if any
 }
 
 // genProtocol enables the reader features generated tables may use.
@@ -60,6 +61,9 @@ func writeTable(t testing.TB, dir, schemaJSON string, partitionCols []string, co
 			pv = map[string]*string{}
 		}
 		add := map[string]any{"path": f.path, "partitionValues": pv, "size": len(f.data), "modificationTime": 1, "dataChange": true}
+		if f.dv != nil {
+			add["deletionVector"] = f.dv
+		}
 		if f.numRecords >= 0 {
 			add["stats"] = `{"numRecords":` + itoa(f.numRecords) + `}`
 		}

@@ -274,7 +274,7 @@ func BenchmarkHistory(b *testing.B) {
 		b.StartTimer()
 		n := int64(0)
 		var last VersionStats
-		if err := tbl.History(ctx, func(vs VersionStats) error { n++; last = vs; return nil }); err != nil {
+		if err := tbl.History(ctx, nil, func(vs VersionStats) error { n++; last = vs; return nil }); err != nil {
 			b.Fatal(err)
 		}
 		files, rows := l.liveAt(l.commits)

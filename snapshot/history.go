@@ -176,15 +176,25 @@ func parseCommitInfo(data []byte) (*CommitInfo, error) {
 type VersionStats struct {
 	VersionInfo
 	Files int   // live data files
-	Rows  int64 // live rows; -1 when some live file has no numRecords in the log
+	Rows  int64 // live rows; -1 when some live file has no numRecords and no FileRows counter was given
 }
+
+// FileRows counts the physical rows of a data file (storage key, size in
+// bytes) whose add action has no numRecords, from the file itself (its
+// Parquet footer). History calls it at most once per data file.
+type FileRows func(ctx context.Context, key string, size int64) (int64, error)
 
 // History calls fn for every readable version, oldest first, with its live
 // file and row counts. It refreshes the listing, builds the earliest
 // version once and then applies one commit per version, so the whole walk
 // reads each commit once. It stops at the first error (fn's, or a version
 // that cannot be read, named as Snapshot would).
-func (t *Table) History(ctx context.Context, fn func(VersionStats) error) error {
+//
+// Row counts come from the log's statistics. Where a live file has none,
+// rows is -1, unless count is given: then that file's rows are counted once
+// from the file itself (less its deletion vector's cardinality), and an
+// unreadable file is an error naming the version and file.
+func (t *Table) History(ctx context.Context, count FileRows, fn func(VersionStats) error) error {
 	if _, err := t.refresh(ctx); err != nil {
 		return err
 	}
@@ -207,7 +217,10 @@ func (t *Table) History(ctx context.Context, fn func(VersionStats) error) error 
 			return err
 		}
 	}
-	h := newHistoryState(snap)
+	h := newHistoryState(t, count)
+	if err := h.init(ctx, snap); err != nil {
+		return err
+	}
 	if err := fn(VersionStats{VersionInfo: snap.info(), Files: len(h.files), Rows: h.rows()}); err != nil {
 		return err
 	}
@@ -257,7 +270,9 @@ func (t *Table) History(ctx context.Context, fn func(VersionStats) error) error 
 					return t.err(f.Version, f.Key, err)
 				}
 			}
-			h.apply(a)
+			if err := h.apply(ctx, f.Version, a); err != nil {
+				return err
+			}
 			m := metaOf(a.CommitInfo, f.ModTime)
 			t.mu.Lock()
 			t.infos[f.Version] = m
@@ -280,39 +295,117 @@ func (s *Snapshot) info() VersionInfo {
 // historyState is the live file set while walking versions, with running
 // row counts.
 type historyState struct {
+	t       *Table
 	files   map[fileID]*AddFile
-	known   int64 // live rows of files with numRecords
-	unknown int   // live files without numRecords
+	known   int64 // live rows of files whose rows are known
+	unknown int   // live files without numRecords and not counted
+
+	count    FileRows
+	physical map[string]int64 // data file path -> rows counted by count
 }
 
-func newHistoryState(s *Snapshot) *historyState {
-	h := &historyState{files: make(map[fileID]*AddFile, len(s.Files))}
+func newHistoryState(t *Table, count FileRows) *historyState {
+	return &historyState{t: t, files: make(map[fileID]*AddFile), count: count, physical: make(map[string]int64)}
+}
+
+// init starts the walk at snapshot s.
+func (h *historyState) init(ctx context.Context, s *Snapshot) error {
+	if err := h.countFiles(ctx, s.Version, s.Files); err != nil {
+		return err
+	}
 	for _, f := range s.Files {
 		h.files[f.id()] = f
-		h.count(f, 1)
+		h.add(f, 1)
 	}
-	return h
+	return nil
 }
 
-func (h *historyState) count(f *AddFile, sign int64) {
+// liveRows is f's live row count, -1 when unknown.
+func (h *historyState) liveRows(f *AddFile) int64 {
 	if r := f.LiveRows(); r >= 0 {
+		return r
+	}
+	n, ok := h.physical[f.Path]
+	if !ok {
+		return -1
+	}
+	if f.DeletionVector != nil {
+		n -= f.DeletionVector.Cardinality
+	}
+	return n
+}
+
+func (h *historyState) add(f *AddFile, sign int64) {
+	if r := h.liveRows(f); r >= 0 {
 		h.known += sign * r
 	} else {
 		h.unknown += int(sign)
 	}
 }
 
-func (h *historyState) apply(a *actions) {
+// countFiles counts, in parallel, the rows of the files without
+// numRecords that are not counted yet (nothing without a counter).
+func (h *historyState) countFiles(ctx context.Context, version int64, files []*AddFile) error {
+	if h.count == nil {
+		return nil
+	}
+	var todo []*AddFile
+	seen := make(map[string]bool)
+	for _, f := range files {
+		if f.NumRecords >= 0 || seen[f.Path] {
+			continue
+		}
+		if _, ok := h.physical[f.Path]; !ok {
+			seen[f.Path] = true
+			todo = append(todo, f)
+		}
+	}
+	rows := make([]int64, len(todo))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(16)
+	for i, f := range todo {
+		g.Go(func() error {
+			key, err := fileKey(h.t.st.Location(), f.Path)
+			if err == nil {
+				rows[i], err = h.count(gctx, key, f.Size)
+			}
+			if err != nil {
+				return h.t.err(version, f.Path, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, f := range todo {
+		h.physical[f.Path] = rows[i]
+	}
+	return nil
+}
+
+// apply applies commit a, which made version.
+func (h *historyState) apply(ctx context.Context, version int64, a *actions) error {
+	var adds []*AddFile
+	for _, op := range a.Ops {
+		if op.Add != nil {
+			adds = append(adds, op.Add)
+		}
+	}
+	if err := h.countFiles(ctx, version, adds); err != nil {
+		return err
+	}
 	for _, op := range a.Ops {
 		if old, ok := h.files[op.ID]; ok {
-			h.count(old, -1)
+			h.add(old, -1)
 			delete(h.files, op.ID)
 		}
 		if op.Add != nil {
 			h.files[op.ID] = op.Add
-			h.count(op.Add, 1)
+			h.add(op.Add, 1)
 		}
 	}
+	return nil
 }
 
 func (h *historyState) rows() int64 {

@@ -123,7 +123,7 @@ func TestProtocolRefusedFromAVersion(t *testing.T) {
 	}
 	// History stops at the refused version.
 	n := 0
-	err = tbl.History(ctx, func(VersionStats) error { n++; return nil })
+	err = tbl.History(ctx, nil, func(VersionStats) error { n++; return nil })
 	if !errors.As(err, &u) || n != 4 {
 		t.Fatalf("History: %d versions, %v", n, err)
 	}

@@ -103,7 +103,7 @@ func runCat(cmd *cobra.Command, location string, o *catOptions) error {
 	}
 	sc, err := scan.New(snap, columns)
 	if err != nil {
-		return fmt.Errorf("%s: %w", tbl.Location(), err)
+		return scanErr(tbl.Location(), snap.Version, err)
 	}
 
 	if o.limit == 0 {
@@ -125,9 +125,22 @@ func runCat(cmd *cobra.Command, location string, o *catOptions) error {
 	})
 	if err != nil && !errors.Is(err, errLimit) {
 		w.Flush()
-		return fmt.Errorf("%s: %w", tbl.Location(), err)
+		return scanErr(tbl.Location(), snap.Version, err)
 	}
 	return w.Flush()
+}
+
+// scanErr gives a scan error the command line's shape, "TABLE version N:
+// FILE: cause", or "TABLE version N: cause" when no file is at fault.
+func scanErr(table string, version int64, err error) error {
+	if se := (*snapshot.Error)(nil); errors.As(err, &se) {
+		return se // names the table, version and file itself
+	}
+	var fe *scan.FileError
+	if errors.As(err, &fe) {
+		return fmt.Errorf("%s version %d: %s: %w", table, fe.Version, fe.Path, fe.Err)
+	}
+	return fmt.Errorf("%s version %d: %w", table, version, err)
 }
 
 // parseCatTime reads --at: RFC 3339, or Unix milliseconds.

@@ -242,5 +242,7 @@ func TestCatVacuumedFile(t *testing.T) {
 	if err := os.Remove(victim); err != nil {
 		t.Fatal(err)
 	}
-	catFails(t, 1, []string{table, "--version", "0"}, "version 0", filepath.Base(victim))
+	// The whole line: "deltafs: TABLE version N: FILE: cause".
+	want := "deltafs: " + table + " version 0: " + filepath.Base(victim) + ": data file missing from storage"
+	catFails(t, 1, []string{table, "--version", "0"}, want)
 }

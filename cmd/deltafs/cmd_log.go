@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -34,8 +35,8 @@ func newLogCmd() *cobra.Command {
 (the in-commit timestamp where the table enables them, else the commit file's modification
 time: the time that timestamp-based time travel uses), the operation, and the live data
 files and live rows after it. Live rows come from the log's statistics, less the rows that
-deletion vectors remove; when some live file has no statistics the row count is unknown:
-"-" in the table, null in JSON.
+deletion vectors remove; a data file whose add action has no row count is counted once
+from its Parquet footer.
 
 The readable versions run from the earliest one the log can still reconstruct (0, or the
 oldest checkpoint after which no commit is missing) to the latest. The log is read once,
@@ -63,7 +64,9 @@ version and the file at fault; versions before it are printed), 2 on bad usage.`
 	return c
 }
 
-// logLine is one version in --json output. Rows is null when unknown.
+// logLine is one version in --json output. Rows is a pointer so that a
+// reader of the format may meet null (older deltafs printed it for files
+// without statistics); this one always counts.
 type logLine struct {
 	Version   int64  `json:"version"`
 	Timestamp int64  `json:"timestamp"`
@@ -80,9 +83,10 @@ func runLog(ctx context.Context, w io.Writer, location string, o logOptions) err
 	if err != nil {
 		return err
 	}
+	rows := scan.FooterRows(tbl.Storage())
 	if o.JSON {
 		enc := json.NewEncoder(w)
-		return tbl.History(ctx, func(vs snapshot.VersionStats) error {
+		return tbl.History(ctx, rows, func(vs snapshot.VersionStats) error {
 			l := logLine{Version: vs.Version, Timestamp: vs.Timestamp.UnixMilli(), Operation: vs.Operation, Files: vs.Files}
 			if vs.Rows >= 0 {
 				l.Rows = &vs.Rows
@@ -93,7 +97,7 @@ func runLog(ctx context.Context, w io.Writer, location string, o logOptions) err
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "VERSION\tCOMMITTED (UTC)\tOPERATION\tFILES\tROWS")
 	n := 0
-	err = tbl.History(ctx, func(vs snapshot.VersionStats) error {
+	err = tbl.History(ctx, rows, func(vs snapshot.VersionStats) error {
 		rows := "-"
 		if vs.Rows >= 0 {
 			rows = strconv.FormatInt(vs.Rows, 10)
