@@ -21,7 +21,7 @@ type genFile struct {
 	path       string
 	data       []byte
 	partition  map[string]*string
-	numRecords int64 // -1: no stats
+	numRecords int64          // -1: no stats
 	dv         map[string]any // the add's deletionVector descriptor, if any
 }
 
