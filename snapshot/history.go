@@ -10,17 +10,22 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Listing versions: Versions (what the filesystem shows) reads only each
-// commit's commitInfo; History (what `deltafs log` prints) replays the log
-// once, oldest to newest, to count live files and rows at every version.
+// Listing versions: Versions (what the filesystem shows) needs only each
+// version's commit time, which is the commit file's modification time from
+// the listing unless in-commit timestamps are on: it reads the commitInfo of
+// those versions only, so a table of 100,000 commits lists in one listing
+// of _delta_log/. History (what `deltafs log` prints) replays the log once,
+// oldest to newest, to count live files and rows at every version.
 
 // Versions lists the readable versions, oldest first, listing the log
 // again to find new commits. The readable versions run from Earliest to
 // the latest version without a gap in the file names; a version whose
 // files turn out to be damaged is listed, and Snapshot of it fails with
 // the reason. Commit times follow the rules of VersionAt; a version whose
-// commit file was cleaned up (a checkpoint without its commit) has no
-// operation and the checkpoint's time.
+// commit file was cleaned up (a checkpoint without its commit) has the
+// checkpoint's time. Operation and Engine are set where the commit has
+// been read (in-commit-timestamp versions, or after History or Snapshot
+// of the version) and empty otherwise: a Snapshot's CommitInfo has them.
 func (t *Table) Versions(ctx context.Context) ([]VersionInfo, error) {
 	lst, err := t.refresh(ctx)
 	if err != nil {
@@ -90,6 +95,7 @@ func (t *Table) versionInfos(ctx context.Context, lst *logListing) ([]VersionInf
 	t.mu.Unlock()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
+	partial := make([]bool, len(metas))
 	for v := start; v <= lst.latest; v++ {
 		if have[v-start] {
 			continue
@@ -97,6 +103,12 @@ func (t *Table) versionInfos(ctx context.Context, lst *logListing) ([]VersionInf
 		f, ok := lst.commit(v)
 		if !ok {
 			metas[v-start] = versionMeta{modTime: fileTime(lst, v)}
+			continue
+		}
+		if !cfg.uses(v) {
+			// The file time is the commit time: no read. The operation
+			// stays unknown until the commit is read for another reason.
+			metas[v-start], partial[v-start] = versionMeta{modTime: f.ModTime}, true
 			continue
 		}
 		g.Go(func() error {
@@ -122,7 +134,9 @@ func (t *Table) versionInfos(ctx context.Context, lst *logListing) ([]VersionInf
 	}
 	t.mu.Lock()
 	for i, m := range metas {
-		t.infos[start+int64(i)] = m
+		if !partial[i] {
+			t.infos[start+int64(i)] = m
+		}
 	}
 	t.vcache = versionsCache{e: e, ict: cfg, list: out}
 	t.mu.Unlock()

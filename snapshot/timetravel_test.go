@@ -172,3 +172,38 @@ func TestInCommitTimestampEnablementVersion(t *testing.T) {
 		t.Errorf("VersionAt(ict of 4 + 1s) = %d, %v", v, err)
 	}
 }
+
+// Without in-commit timestamps a version's time is its commit file's
+// modification time, which the listing gives: Versions reads no commit
+// file beyond what building the latest version needs (the newest
+// checkpoint and the commits after it), however long the log.
+func TestVersionsReadsNoOldCommits(t *testing.T) {
+	f := newFakeLog(t)
+	f.simpleWith(500, func(v int64) {
+		if v == 490 {
+			f.jsonCheckpoint(v)
+		}
+	})
+	tbl := mustOpen(t, f.st)
+	infos, err := tbl.Versions(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(infos) != 501 {
+		t.Fatalf("%d versions, want 501", len(infos))
+	}
+	for _, in := range infos {
+		if !in.Timestamp.Equal(f.at(in.Version)) {
+			t.Errorf("version %d at %v, want its file time %v", in.Version, in.Timestamp, f.at(in.Version))
+		}
+	}
+	for v := int64(0); v <= 490; v++ {
+		if n := f.st.readCount(commitKey(v)); n != 0 {
+			t.Errorf("commit %d read %d times, want 0", v, n)
+		}
+	}
+	// The operation is known once the commit is read for a snapshot.
+	if s := mustSnapshot(t, tbl, 10); s.CommitInfo.Operation != "OP10" {
+		t.Errorf("version 10 operation %q", s.CommitInfo.Operation)
+	}
+}
