@@ -808,3 +808,57 @@ func scanRows(t *testing.T, table, version string) []string {
 	}
 	return rows
 }
+
+// TestMountStops checks the two ways a live mount ends besides Ctrl-C:
+// SIGTERM (what systemd and `docker stop` send), and `deltafs unmount
+// MOUNTPOINT` from another process. Either way the mount point is released,
+// the server exits with status 0 and says so in its log.
+func TestMountStops(t *testing.T) {
+	bin := mounttest.Binary(t)
+	table := "../../testdata/delta/dat-basic_append"
+	live := func(m *mounttest.Mount) {
+		t.Helper()
+		if !mounttest.Mounted(m.Dir) {
+			t.Fatalf("%s is not mounted", m.Dir)
+		}
+		if ents, err := os.ReadDir(filepath.Join(m.Dir, "latest", "shard", "0")); err != nil || len(ents) == 0 {
+			t.Fatalf("mount not serving: %d entries, %v", len(ents), err)
+		}
+	}
+	t.Run("SIGTERM", func(t *testing.T) {
+		m := mounttest.Start(t, bin, table, "--cache-dir", "none")
+		live(m)
+		if err := m.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		exited, err := m.Wait(20 * time.Second)
+		if !exited || err != nil {
+			t.Fatalf("after SIGTERM: exited %v, err %v; want exit status 0", exited, err)
+		}
+		if mounttest.Mounted(m.Dir) {
+			t.Fatal("still mounted after SIGTERM")
+		}
+		if !strings.Contains(m.Log(), "msg=unmounting") {
+			t.Errorf("no unmounting line in the log:\n%s", m.Log())
+		}
+	})
+	t.Run("deltafs unmount", func(t *testing.T) {
+		m := mounttest.Start(t, bin, table, "--cache-dir", "none")
+		live(m)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if out, err := exec.CommandContext(ctx, bin, "unmount", m.Dir).CombinedOutput(); err != nil {
+			t.Fatalf("deltafs unmount of a live mount: %v %s", err, out)
+		}
+		if mounttest.Mounted(m.Dir) {
+			t.Fatal("still mounted after deltafs unmount")
+		}
+		exited, err := m.Wait(20 * time.Second)
+		if !exited || err != nil {
+			t.Fatalf("the mount process after deltafs unmount: exited %v, err %v; want exit status 0", exited, err)
+		}
+		if !strings.Contains(m.Log(), "unmounted from outside") {
+			t.Errorf("no 'unmounted from outside' line in the log:\n%s", m.Log())
+		}
+	})
+}
