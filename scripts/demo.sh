@@ -4,8 +4,9 @@
 # until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=bin/deltafs
-demo=.demo
+# DELTAFS_BIN and DEMO_DIR override the binary and the work directory (tests).
+bin=${DELTAFS_BIN:-bin/deltafs}
+demo=${DEMO_DIR:-.demo}
 table=$demo/mnist-table
 mnt=$demo/mnt
 data=testdata/mnist/demo
@@ -29,6 +30,8 @@ echo "== 3. Mount it: every row of every version becomes a PNG in a class folder
 pid=$!
 cleanup() { kill -INT "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }
 trap cleanup EXIT
+# Ctrl-C (or SIGTERM) is how the demo ends: unmount, exit 0.
+trap 'cleanup; trap - EXIT; echo "demo: unmounted $mnt"; exit 0' INT TERM
 for _ in $(seq 100); do [ -e "$mnt/latest" ] && break; sleep 0.1; done
 [ -e "$mnt/latest" ] || { echo "demo: the mount did not come up" >&2; exit 1; }
 
