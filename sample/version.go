@@ -19,11 +19,14 @@ type Version struct {
 	commitJSON []byte
 	schemaJSON []byte
 
-	mu     sync.Mutex // guards the lazily built fields below
-	spec   *resolved  // nil until resolved
-	lay    *layout    // nil until built
-	width  *classRange
-	shards []*Shard // built shards; nil entries not built yet
+	mu    sync.Mutex // guards the lazily built fields below
+	spec  *resolved  // nil until resolved
+	lay   *layout    // nil until built
+	width *classRange
+	// widthExact: width is the range of the live rows' classes (no
+	// deletion vector hides rows from the statistics, no file failed).
+	widthExact bool
+	shards     []*Shard // built shards; nil entries not built yet
 	// classWarned is set once the version's shards were found to hold
 	// different class sets (warned once).
 	classWarned bool
@@ -184,11 +187,21 @@ func (v *Version) Shard(ctx context.Context, k int) (*Shard, error) {
 	}
 	sh = v.shards[k]
 	var other *Shard
+	var lo, hi, shLo, shHi float64
+	var lacks bool
 	if first && sh.r.class != nil && !v.classWarned {
 		other = v.differentClasses(sh)
-		v.classWarned = other != nil
+		if other == nil {
+			lo, hi, shLo, shHi, lacks = v.lacksExtremes(sh)
+		}
+		v.classWarned = other != nil || lacks
 	}
 	v.mu.Unlock()
+	if lacks {
+		v.s.log.Warn("shard lacks classes the version has: a per-shard ImageFolder numbers the classes differently from other shards (class_to_idx), so labels differ between ranks; "+
+			"rows are split into contiguous ranges, so write them in a shuffled order (deltafs import does for ImageFolder trees) or read a single shard",
+			"version", v.snap.Version, "shard", k, "classes", len(sh.classes), "shard_class_range", fmt.Sprintf("%g..%g", shLo, shHi), "version_class_range", fmt.Sprintf("%g..%g", lo, hi))
+	}
 	if other != nil {
 		only, missing := classDiff(sh.classes, other.classes)
 		v.s.log.Warn("shards hold different classes: a per-shard ImageFolder numbers them differently (class_to_idx), so labels differ between ranks; "+
