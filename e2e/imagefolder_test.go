@@ -172,3 +172,37 @@ func readNPY(t *testing.T, path string) []articleRow {
 		})
 	}
 }
+
+// TestImageFolderPNM mounts the imported MNIST test set with
+// --image-format pnm: Pillow opens every sample as a binary PGM (format
+// PPM, mode L, 28x28), and torchvision's ImageFolder, which loads through
+// Pillow, gets every digit back with its label and exact pixels.
+func TestImageFolderPNM(t *testing.T) {
+	python := needTorchvision(t)
+	bin := buildDeltafs(t)
+	table := filepath.Join(t.TempDir(), "mnist")
+	run(t, bin, "import", mnistTest, table, "--rows-per-file", "5000")
+	mnt := mount(t, bin, table, "--image", "28x28", "--image-format", "pnm", "--class-column", "label")
+	const script = `
+import os, sys
+from PIL import Image
+n = 0
+for d, _, files in os.walk(sys.argv[1]):
+    for f in files:
+        if f == "_samples.tsv":
+            continue
+        assert f.endswith(".pgm"), f
+        with Image.open(os.path.join(d, f)) as im:
+            assert (im.format, im.mode, im.size) == ("PPM", "L", (28, 28)), (f, im.format, im.mode, im.size)
+            im.load()
+        n += 1
+print(n)
+`
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, python, "-c", script, filepath.Join(mnt, "latest", "shard", "0")).Output()
+	if err != nil || strings.TrimSpace(string(out)) != "10000" {
+		t.Fatalf("Pillow check: %v, %q samples opened, want 10000\n%s", err, out, stderrOf(err))
+	}
+	checkImageFolder(t, python, mnt, 1)
+}

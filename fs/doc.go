@@ -39,7 +39,9 @@
 // Files answer Open and Flush with ENOSYS. The kernel then stops sending
 // OPEN, RELEASE and FLUSH for the whole mount and keeps file pages across
 // opens, so a second epoch over a version is served by the page cache with
-// zero FUSE requests. (Writes never get that far: the mount is "ro", and
+// zero FUSE requests per file (no LOOKUP, GETATTR, OPEN, READ, FLUSH,
+// RELEASE or GETXATTR; only an OPENDIR and RELEASEDIR per directory listed,
+// TestWarmPassNoRequests). (Writes never get that far: the mount is "ro", and
 // the kernel answers EROFS.) Extended attributes are disabled (no getxattr
 // per stat), and go-fuse's readdirplus fills attributes while listing, so
 // the per-file lookups of a first epoch are done by the listing.

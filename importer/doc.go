@@ -17,7 +17,11 @@
 //     .tiff .webp, case-insensitive), in the order torchvision's
 //     make_dataset lists them (directories sorted by path, then file
 //     names sorted). A class with no image fails the import, as in
-//     torchvision. Files directly in the root are ignored.
+//     torchvision. Files directly in the root are ignored. The rows are
+//     written in a seeded pseudo-random permutation of that order
+//     (ShuffleSeed), not class by class, so that every contiguous shard of
+//     a mount holds every class; the permutation depends only on the
+//     list of images, so the same tree always gets the same ids.
 //   - Npy: see the Npy type for how NumPy types map to Delta types.
 //
 // # Ids

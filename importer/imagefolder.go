@@ -3,6 +3,7 @@ package importer
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -37,12 +38,24 @@ func imageFolderSchema() *snapshot.StructType {
 }
 
 // ImageFolder reads a torchvision ImageFolder tree: root/<class>/**/<image>.
+//
+// Next returns the images in a pseudo-random order fixed by ShuffleSeed, not
+// class by class: a mount splits a version into contiguous row ranges
+// (--shards), and rows written class by class would give each shard only a
+// few classes, so that per-shard ImageFolder class_to_idx would differ. The
+// order depends only on the tree (the images in torchvision's order) and the
+// seed, so the same tree always gets the same ids; the path column keeps
+// each image's place in the tree.
 type ImageFolder struct {
 	root    string
 	classes []string
-	items   []imageItem
+	items   []imageItem // torchvision's order
+	order   []int       // Next's order: a seeded permutation of items
 	next    int
 }
+
+// ShuffleSeed seeds the order in which ImageFolder writes the images.
+const ShuffleSeed = 0x64656c7461667321 // "deltafs!"
 
 type imageItem struct {
 	class string
@@ -78,7 +91,24 @@ func OpenImageFolder(root string) (*ImageFolder, error) {
 	if len(empty) > 0 {
 		return nil, fmt.Errorf("source %s: no image in class folder(s) %s (extensions: %s)", root, strings.Join(empty, ", "), strings.Join(imgExtensions, " "))
 	}
+	d.order = shuffledOrder(len(d.items), ShuffleSeed)
 	return d, nil
+}
+
+// shuffledOrder is a permutation of 0..n-1 that depends only on n and seed:
+// a Fisher-Yates shuffle driven by the raw output of a PCG generator (whose
+// sequence is fixed by its definition, unlike rand.Shuffle's use of it).
+func shuffledOrder(n int, seed uint64) []int {
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	pcg := rand.NewPCG(seed, seed)
+	for i := n - 1; i > 0; i-- {
+		j := int(pcg.Uint64() % uint64(i+1))
+		order[i], order[j] = order[j], order[i]
+	}
+	return order
 }
 
 // isDir is os.DirEntry.IsDir following symbolic links, as Python's
@@ -157,12 +187,12 @@ func (d *ImageFolder) Classes() []string { return d.classes }
 // Len is the number of images.
 func (d *ImageFolder) Len() int { return len(d.items) }
 
-// Next reads the next image.
+// Next reads the next image, in the seeded shuffled order.
 func (d *ImageFolder) Next() (writer.Row, error) {
 	if d.next == len(d.items) {
 		return nil, io.EOF
 	}
-	it := d.items[d.next]
+	it := d.items[d.order[d.next]]
 	content, err := os.ReadFile(filepath.Join(d.root, filepath.FromSlash(it.rel)))
 	if err != nil {
 		return nil, fmt.Errorf("source: %w", err)

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"fmt"
 	"image"
 	"image/color"
 	"image/png"
@@ -75,10 +76,13 @@ func TestImageFolder(t *testing.T) {
 	if len(rows) != len(order) {
 		t.Fatalf("%d rows", len(rows))
 	}
+	// Ids follow the seeded shuffle of torchvision's order.
+	perm := shuffledOrder(len(order), ShuffleSeed)
 	for i, r := range rows {
 		p := string(r["path"].([]byte))
-		if r["id"] != int64(i) || p != order[i] || string(r["label"].([]byte)) != strings.Split(order[i], "/")[0] {
-			t.Errorf("row %d: id %v path %s label %s, want %s", i, r["id"], p, r["label"], order[i])
+		want := order[perm[i]]
+		if r["id"] != int64(i) || p != want || string(r["label"].([]byte)) != strings.Split(want, "/")[0] {
+			t.Errorf("row %d: id %v path %s label %s, want %s", i, r["id"], p, r["label"], want)
 		}
 		if !bytes.Equal(r["content"].([]byte), content[p]) {
 			t.Errorf("%s: content differs", p)
@@ -101,7 +105,9 @@ func TestImageFolder(t *testing.T) {
 	for _, r := range rows {
 		ids[r["id"].(int64)] = string(r["path"].([]byte))
 	}
-	if len(rows) != 8 || ids[6] != "bird/x.png" || ids[7] != "cat/y.png" {
+	second := []string{"bird/x.png", "cat/y.png"}
+	perm = shuffledOrder(2, ShuffleSeed)
+	if len(rows) != 8 || ids[6] != second[perm[0]] || ids[7] != second[perm[1]] {
 		t.Fatalf("after append: %v", ids)
 	}
 
@@ -121,8 +127,66 @@ func TestImageFolder(t *testing.T) {
 		}
 	}
 	rows = readRows(t, table)
-	if string(rows[0]["path"].([]byte)) != "bird/x.png" || rows[0]["id"] != int64(8) {
+	sort.Slice(rows, func(i, j int) bool { return rows[i]["id"].(int64) < rows[j]["id"].(int64) })
+	if len(rows) != 2 || string(rows[0]["path"].([]byte)) != second[perm[0]] || rows[0]["id"] != int64(8) {
 		t.Fatalf("after overwrite: %v", rows[0]["path"])
+	}
+}
+
+// TestImageFolderShuffledOrder: the rows are not written class by class, and
+// the order is a permutation fixed by the tree alone (the same ids on every
+// import of the same tree).
+func TestImageFolderShuffledOrder(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	classes := []string{"a", "b", "c", "d"}
+	for ci, c := range classes {
+		for i := 0; i < 30; i++ {
+			writePNG(t, filepath.Join(src, c, fmt.Sprintf("%02d.png", i)), ci*100+i)
+		}
+	}
+	paths := func(table string) []string {
+		rows := readRows(t, table)
+		sort.Slice(rows, func(i, j int) bool { return rows[i]["id"].(int64) < rows[j]["id"].(int64) })
+		var out []string
+		for i, r := range rows {
+			if r["id"] != int64(i) {
+				t.Fatalf("ids not 0..n-1: row %d has %v", i, r["id"])
+			}
+			out = append(out, string(r["path"].([]byte)))
+		}
+		return out
+	}
+	var got [2][]string
+	for k := range got {
+		table := filepath.Join(dir, fmt.Sprint("table", k))
+		if _, err := importPath(t, src, table, writer.Options{RowsPerFile: 7}); err != nil {
+			t.Fatal(err)
+		}
+		got[k] = paths(table)
+	}
+	if strings.Join(got[0], ",") != strings.Join(got[1], ",") {
+		t.Fatalf("two imports of one tree differ:\n%v\n%v", got[0], got[1])
+	}
+	if len(got[0]) != 120 {
+		t.Fatalf("%d rows, want 120", len(got[0]))
+	}
+	sorted := append([]string(nil), got[0]...)
+	sort.Strings(sorted)
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			t.Fatalf("%s imported twice", sorted[i])
+		}
+	}
+	// Every third of the rows (what --shards 3 mounts) holds every class.
+	for k := 0; k < 3; k++ {
+		seen := map[string]bool{}
+		for _, p := range got[0][k*40 : (k+1)*40] {
+			seen[strings.Split(p, "/")[0]] = true
+		}
+		if len(seen) != len(classes) {
+			t.Errorf("rows %d..%d hold classes %v, want all of %v", k*40, (k+1)*40, seen, classes)
+		}
 	}
 }
 

@@ -42,11 +42,15 @@ func (v *Version) classWidth(ctx context.Context, r *resolved, l *layout) (int, 
 	}
 	v.mu.Unlock()
 	var total classRange
+	exact := true // total is the range of the live rows' classes
 	for i, f := range l.files {
 		if l.cum[i+1] == l.cum[i] {
 			continue // no live rows
 		}
 		cr, ok := rangeFromLog(f, r.class)
+		if ok && f.DeletionVector != nil && !r.class.partKey {
+			exact = false // statistics count the deleted rows too
+		}
 		if !ok {
 			key := f.Path + "\x00" + f.DeletionVector.UniqueID() + "\x00" + r.class.phys
 			got, err := v.s.widths.get(key, func() (*classRange, error) {
@@ -61,6 +65,7 @@ func (v *Version) classWidth(ctx context.Context, r *resolved, l *layout) (int, 
 			if err != nil {
 				// Unreadable: its samples fail anyway; widths come from
 				// the others.
+				exact = false
 				continue
 			}
 			cr = *got
@@ -72,8 +77,35 @@ func (v *Version) classWidth(ctx context.Context, r *resolved, l *layout) (int, 
 	}
 	v.mu.Lock()
 	v.width = &total
+	v.widthExact = exact
 	v.mu.Unlock()
 	return widthOf(&total), nil
+}
+
+// lacksExtremes reports, for a numeric class column whose version-wide
+// range is exact, whether shard sh lacks the version's smallest or largest
+// class: then its ImageFolder class_to_idx differs from another shard's.
+// No I/O: the range is the one classWidth computed, the shard's classes
+// are its folder names. Called with v.mu held.
+func (v *Version) lacksExtremes(sh *Shard) (lo, hi float64, shLo, shHi float64, lacks bool) {
+	if sh.r.class == nil || !sh.r.class.numeric || v.width == nil || !v.width.any || !v.widthExact || len(sh.root) > 0 {
+		return 0, 0, 0, 0, false
+	}
+	var cr classRange
+	for _, name := range sh.classes {
+		if name == NullName {
+			continue
+		}
+		x, err := strconv.ParseFloat(name, 64)
+		if err != nil {
+			return 0, 0, 0, 0, false // not a plain number: no claim
+		}
+		cr.add(x)
+	}
+	if !cr.any {
+		return 0, 0, 0, 0, false
+	}
+	return v.width.min, v.width.max, cr.min, cr.max, cr.min > v.width.min || cr.max < v.width.max
 }
 
 func widthOf(c *classRange) int {

@@ -19,11 +19,17 @@ type Version struct {
 	commitJSON []byte
 	schemaJSON []byte
 
-	mu     sync.Mutex // guards the lazily built fields below
-	spec   *resolved  // nil until resolved
-	lay    *layout    // nil until built
-	width  *classRange
-	shards []*Shard // built shards; nil entries not built yet
+	mu    sync.Mutex // guards the lazily built fields below
+	spec  *resolved  // nil until resolved
+	lay   *layout    // nil until built
+	width *classRange
+	// widthExact: width is the range of the live rows' classes (no
+	// deletion vector hides rows from the statistics, no file failed).
+	widthExact bool
+	shards     []*Shard // built shards; nil entries not built yet
+	// classWarned is set once the version's shards were found to hold
+	// different class sets (warned once).
+	classWarned bool
 }
 
 func (s *Samples) newVersion(snap *snapshot.Snapshot) *Version {
@@ -175,12 +181,76 @@ func (v *Version) Shard(ctx context.Context, k int) (*Shard, error) {
 		return nil, err
 	}
 	v.mu.Lock()
-	if v.shards[k] == nil {
+	first := v.shards[k] == nil
+	if first {
 		v.shards[k] = sh
 	}
 	sh = v.shards[k]
+	var other *Shard
+	var lo, hi, shLo, shHi float64
+	var lacks bool
+	if first && sh.r.class != nil && !v.classWarned {
+		other = v.differentClasses(sh)
+		if other == nil {
+			lo, hi, shLo, shHi, lacks = v.lacksExtremes(sh)
+		}
+		v.classWarned = other != nil || lacks
+	}
 	v.mu.Unlock()
+	if lacks {
+		v.s.log.Warn("shard lacks classes the version has: a per-shard ImageFolder numbers the classes differently from other shards (class_to_idx), so labels differ between ranks; "+
+			"rows are split into contiguous ranges, so write them in a shuffled order (deltafs import does for ImageFolder trees) or read a single shard",
+			"version", v.snap.Version, "shard", k, "classes", len(sh.classes), "shard_class_range", fmt.Sprintf("%g..%g", shLo, shHi), "version_class_range", fmt.Sprintf("%g..%g", lo, hi))
+	}
+	if other != nil {
+		only, missing := classDiff(sh.classes, other.classes)
+		v.s.log.Warn("shards hold different classes: a per-shard ImageFolder numbers them differently (class_to_idx), so labels differ between ranks; "+
+			"rows are split into contiguous ranges, so write them in a shuffled order (deltafs import does for ImageFolder trees) or read a single shard",
+			"version", v.snap.Version, "shard", k, "classes", len(sh.classes), "other_shard", other.k, "other_classes", len(other.classes),
+			"only_in_shard", only, "missing_from_shard", missing)
+	}
 	return sh, nil
+}
+
+// differentClasses returns a built shard of v whose class folders differ
+// from sh's, or nil. It only compares shards already built (no I/O): with
+// every shard in use, as under DDP on one machine, a difference is found
+// as soon as the second differing shard is listed. Called with v.mu held.
+func (v *Version) differentClasses(sh *Shard) *Shard {
+	for _, o := range v.shards {
+		if o == nil || o == sh {
+			continue
+		}
+		if len(o.classes) != len(sh.classes) {
+			return o
+		}
+		for i := range o.classes {
+			if o.classes[i] != sh.classes[i] {
+				return o
+			}
+		}
+	}
+	return nil
+}
+
+// classDiff is an example (up to 3) of the sorted class names only in a,
+// and of those only in b.
+func classDiff(a, b []string) (onlyA, onlyB []string) {
+	in := func(s []string, x string) bool {
+		i := sort.SearchStrings(s, x)
+		return i < len(s) && s[i] == x
+	}
+	for _, x := range a {
+		if !in(b, x) && len(onlyA) < 3 {
+			onlyA = append(onlyA, x)
+		}
+	}
+	for _, x := range b {
+		if !in(a, x) && len(onlyB) < 3 {
+			onlyB = append(onlyB, x)
+		}
+	}
+	return onlyA, onlyB
 }
 
 // filesOf lists the file indexes overlapping [lo, hi).

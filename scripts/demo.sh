@@ -4,8 +4,9 @@
 # until Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=bin/deltafs
-demo=.demo
+# DELTAFS_BIN and DEMO_DIR override the binary and the work directory (tests).
+bin=${DELTAFS_BIN:-bin/deltafs}
+demo=${DEMO_DIR:-.demo}
 table=$demo/mnist-table
 mnt=$demo/mnt
 data=testdata/mnist/demo
@@ -29,6 +30,8 @@ echo "== 3. Mount it: every row of every version becomes a PNG in a class folder
 pid=$!
 cleanup() { kill -INT "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; }
 trap cleanup EXIT
+# Ctrl-C (or SIGTERM) is how the demo ends: unmount, exit 0.
+trap 'cleanup; trap - EXIT; echo "demo: unmounted $mnt"; exit 0' INT TERM
 for _ in $(seq 100); do [ -e "$mnt/latest" ] && break; sleep 0.1; done
 [ -e "$mnt/latest" ] || { echo "demo: the mount did not come up" >&2; exit 1; }
 
@@ -46,7 +49,7 @@ cat <<MSG
 
 == 4. Train on it (torchvision's ImageFolder, unmodified), in another terminal:
    /usr/bin/python3 examples/mnist/train.py $mnt/latest/shard/0 --val $mnt/latest/shard/1 --epochs 1
-   /usr/bin/python3 -m torch.distributed.run --nproc_per_node 2 examples/ddp/train_ddp.py $mnt
+   /usr/bin/python3 -m torch.distributed.run --nproc_per_node 2 --redirects 1 --tee 1 examples/ddp/train_ddp.py $mnt
 
    Time travel: ls $mnt/version/0/shard/0      ls $mnt/at/\$(date -u +%Y-%m-%dT%H:%M:%SZ)
    New commits appear without a remount: bin/deltafs import $data/demo-2-append.npy.gz $table --mode append

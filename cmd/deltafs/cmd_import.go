@@ -39,8 +39,13 @@ SRC is either
     as pixels (784,) become binary columns.
 
 Ids: a source without an id column (ImageFolder, a .npy without an "id" field) gets
-ids max(id)+1, max(id)+2, ... of the table (from 0 for a new table); a .npy "id"
-field is kept as it is.
+ids max(id)+1, max(id)+2, ... of the table (from 0 for a new table) in the order the
+rows are written; a .npy "id" field is kept as it is.
+
+Order: an ImageFolder tree's images are written in a fixed pseudo-random order (a
+seeded shuffle of torchvision's order), not class by class, so that every shard of
+a mount (--shards, contiguous row ranges) holds every class; the same tree always
+gets the same order and ids. A .npy file's rows keep their order.
 
 --mode append (the default) adds the rows; --mode overwrite replaces all the rows of
 the table. The commit is atomic; when another writer commits first, the import

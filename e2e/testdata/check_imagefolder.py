@@ -6,8 +6,9 @@
 Each ROOT is an ImageFolder root (a shard directory of a mount made with
 --image HxW --class-column label). Loads every root with the unmodified
 torchvision ImageFolder through a DataLoader with two workers and checks that
-the union holds every source record exactly once, that the class index
-equals the label, and that every decoded image equals the source pixels.
+the union holds every source record exactly once, that every root has the
+same ten classes (so class_to_idx agrees across shards), that the class index
+the DataLoader yields equals the label itself (int(target) == label), and that every decoded image equals the source pixels.
 Prints one JSON line with the counts; exits non-zero on any mismatch.
 """
 import gzip
@@ -36,6 +37,8 @@ def main():
         ds = datasets.ImageFolder(root, transform=transforms.ToTensor())
         classes = [int(c) for c in ds.classes]
         assert classes == sorted(classes), f"{root}: classes not in numeric order: {ds.classes}"
+        assert classes == list(range(10)), f"{root}: classes {ds.classes}, want the ten digits"
+        assert all(ds.class_to_idx[c] == int(c) for c in ds.classes), f"{root}: class_to_idx {ds.class_to_idx}"
         dl = DataLoader(ds, batch_size=100, shuffle=False, num_workers=2)
         k = 0
         for images, targets in dl:
@@ -48,6 +51,7 @@ def main():
                 label, pixels = src[sid]
                 got_label = classes[int(target)]
                 assert got_label == label, f"{path}: class {got_label}, source label {label}"
+                assert int(target) == label, f"{path}: target {int(target)}, source label {label}"
                 assert img.shape == (3, 28, 28), f"{path}: shape {tuple(img.shape)}"
                 want = torch.from_numpy(pixels.reshape(28, 28).astype(np.float32) / 255.0)
                 for c in range(3):

@@ -10,6 +10,10 @@ train on the same snapshot even while writers keep committing.
     /usr/bin/python3 -m torch.distributed.run --nproc_per_node 2 \
         examples/ddp/train_ddp.py MOUNT --epochs 1
 
+(Debian's torch 1.13 on Python 3.11 needs `--redirects 1 --tee 1` after
+--nproc_per_node: its default --redirects 0 fails to parse there.)
+--max-steps N stops every epoch after N batches (a quick smoke run).
+
 On several machines, run the same command on each node with --nnodes,
 --node_rank and --master_addr; every node mounts the same table (on S3, say)
 and rank r reads MOUNT/version/N/shard/r.
@@ -34,6 +38,8 @@ def main():
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--max-steps", type=int, default=None,
+                   help="stop each epoch after this many batches, and measure accuracy on as many")
     args = p.parse_args()
 
     dist.init_process_group("gloo")
@@ -56,13 +62,15 @@ def main():
         # fewer; join() lets the others finish without hanging.
         with model.join():
             for i, (x, y) in enumerate(train):
+                if args.max_steps is not None and i >= args.max_steps:
+                    break
                 opt.zero_grad()
                 loss = F.nll_loss(model(x), y)
                 loss.backward()
                 opt.step()
                 if rank == 0 and i % 50 == 0:
                     print(f"epoch {epoch} batch {i} loss {loss.item():.4f}", flush=True)
-        acc = torch.tensor([accuracy(model.module, train)])
+        acc = torch.tensor([accuracy(model.module, train, args.max_steps)])
         dist.all_reduce(acc)
         if rank == 0:
             print(f"epoch {epoch}: mean accuracy over ranks {acc.item() / world:.4f}", flush=True)

@@ -7,6 +7,8 @@ table version, e.g. MOUNT/latest/shard/0, mounted with
 
     /usr/bin/python3 examples/mnist/train.py MOUNT/latest/shard/0 --epochs 2
 
+--max-steps N stops every epoch after N batches (a quick smoke run).
+
 Prints the loss every few batches and the accuracy after every epoch (on
 --val DIR when given, e.g. another table version or shard, else on the
 training data).
@@ -53,11 +55,13 @@ def loader(root, batch_size, workers, shuffle):
                           num_workers=workers, persistent_workers=workers > 0)
 
 
-def accuracy(model, dl):
+def accuracy(model, dl, max_batches=None):
     model.eval()
     right = total = 0
     with torch.no_grad():
-        for x, y in dl:
+        for i, (x, y) in enumerate(dl):
+            if max_batches is not None and i >= max_batches:
+                break
             right += (model(x).argmax(1) == y).sum().item()
             total += len(y)
     model.train()
@@ -73,6 +77,8 @@ def main():
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--lr", type=float, default=1.0)
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--max-steps", type=int, default=None,
+                   help="stop each epoch after this many batches, and measure accuracy on as many (a quick smoke run)")
     args = p.parse_args()
 
     torch.manual_seed(0)
@@ -87,6 +93,8 @@ def main():
     for epoch in range(1, args.epochs + 1):
         start, seen = time.time(), 0
         for i, (x, y) in enumerate(train):
+            if args.max_steps is not None and i >= args.max_steps:
+                break
             opt.zero_grad()
             loss = F.nll_loss(model(x), y)
             loss.backward()
@@ -96,7 +104,8 @@ def main():
                 print(f"epoch {epoch} [{seen}/{len(ds)}] loss {loss.item():.4f}", flush=True)
         sched.step()
         rate = seen / (time.time() - start)
-        print(f"epoch {epoch}: accuracy {accuracy(model, val):.4f}, {rate:.0f} samples/s", flush=True)
+        acc = accuracy(model, val, args.max_steps)
+        print(f"epoch {epoch}: accuracy {acc:.4f}, {rate:.0f} samples/s", flush=True)
 
 
 if __name__ == "__main__":

@@ -134,6 +134,20 @@ func (m *Mount) Kill() error {
 // Exited is closed when the server has exited.
 func (m *Mount) Exited() <-chan struct{} { return m.exited }
 
+// Signal sends sig to the server.
+func (m *Mount) Signal(sig os.Signal) error { return m.cmd.Process.Signal(sig) }
+
+// Wait waits up to timeout for the server to exit: exited is false when it
+// is still running, else err is its exit error (nil for status 0).
+func (m *Mount) Wait(timeout time.Duration) (exited bool, err error) {
+	select {
+	case <-m.exited:
+		return true, m.err
+	case <-time.After(timeout):
+		return false, nil
+	}
+}
+
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
