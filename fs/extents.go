@@ -1,6 +1,7 @@
 package fs
 
 import (
+	"bytes"
 	"context"
 	"syscall"
 	"time"
@@ -39,16 +40,25 @@ func (r *Root) extentsName() string {
 // xattrs reports whether sample files serve the extent attribute.
 func (r *Root) xattrs() bool { return r.opts.Xattrs && r.opts.Extents != nil }
 
-// extentsFile is version/N/shard/K/_extents.tsv. Its size is computed at
-// lookup without I/O; every open materialises the shard's samples in the
-// disk cache again (re-writing evicted ones) and then serves the same
-// bytes, so the kernel may keep its pages.
+// extentsFile is version/N/shard/K/_extents.tsv. Its content is computed
+// at lookup without I/O (an extent's place depends only on the sample);
+// every read at offset 0 materialises the shard's samples in the disk cache
+// again (re-writing evicted ones) before serving the same bytes.
+//
+// Sample files are opened without an OPEN message (ENOSYS), which turns
+// OPEN off for the whole mount, so this file cannot rely on Open. Instead,
+// it reports a fresh mtime with an attribute timeout of 1 ns at every stat
+// (0 would mean the mount's default): the kernel revalidates before each read, sees the change and
+// drops its cached pages, so every read from offset 0 reaches the server.
+// expireAtOnce is the shortest attribute timeout go-fuse passes on (it
+// replaces 0 by the mount's default).
+const expireAtOnce = time.Nanosecond
+
 type extentsFile struct {
 	gofs.Inode
-	sd    *shardDir
-	sh    *sample.Shard
-	size  int64
-	mtime time.Time
+	sd   *shardDir
+	sh   *sample.Shard
+	data []byte // the manifest as computed at lookup
 }
 
 var _ = (gofs.NodeGetattrer)((*extentsFile)(nil))
@@ -61,57 +71,51 @@ func (d *shardDir) lookupExtents(ctx context.Context, sh *sample.Shard, out *fus
 	if err != nil {
 		return nil, toErrno(r.log, "extents", d.path()+"/"+r.extentsName(), err)
 	}
-	f := &extentsFile{sd: d, sh: sh, size: int64(len(data)), mtime: d.vd.info.Timestamp}
+	f := &extentsFile{sd: d, sh: sh, data: data}
 	f.attr(&out.Attr)
-	r.immutable(out)
+	out.SetEntryTimeout(r.opts.Immutable)
+	out.SetAttrTimeout(expireAtOnce)
 	return d.NewInode(ctx, f, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino(kindExtents, d.vd.info.Version, int64(d.k))}), 0
 }
 
 func (f *extentsFile) attr(a *fuse.Attr) {
 	a.Mode = syscall.S_IFREG | 0o444
-	a.Size = uint64(f.size)
+	a.Size = uint64(len(f.data))
 	a.Nlink = 1
-	setTime(a, f.mtime)
+	setTime(a, time.Now())
 }
 
 // Getattr implements gofs.NodeGetattrer.
 func (f *extentsFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	f.attr(&out.Attr)
-	out.SetTimeout(f.sd.vd.root.opts.Immutable)
+	out.SetTimeout(expireAtOnce)
 	return 0
 }
 
-// extentsHandle holds the manifest an open rendered.
-type extentsHandle struct{ data []byte }
-
-// Open implements gofs.NodeOpener: it materialises the shard.
+// Open implements gofs.NodeOpener (see sampleFile.Open).
 func (f *extentsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	if flags&(syscall.O_WRONLY|syscall.O_RDWR) != 0 {
-		return nil, 0, syscall.EROFS
-	}
-	r := f.sd.vd.root
-	path := f.sd.path() + "/" + r.extentsName()
-	data, err := r.opts.Extents.Manifest(ctx, f.sh, true)
-	if err != nil {
-		return nil, 0, toErrno(r.log, "extents", path, err)
-	}
-	if int64(len(data)) != f.size {
-		r.log.Error("I/O error: extent manifest changed size", "path", path, "size", len(data), "at_lookup", f.size)
-		return nil, 0, syscall.EIO
-	}
-	return &extentsHandle{data: data}, fuse.FOPEN_KEEP_CACHE, 0
+	return openReadOnly(flags)
 }
 
-// Read implements gofs.NodeReader.
+// Read implements gofs.NodeReader: a read at offset 0 materialises the
+// shard first.
 func (f *extentsFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	h, ok := fh.(*extentsHandle)
-	if !ok {
-		return nil, syscall.EBADF
+	if off == 0 {
+		r := f.sd.vd.root
+		path := f.sd.path() + "/" + r.extentsName()
+		data, err := r.opts.Extents.Manifest(ctx, f.sh, true)
+		if err != nil {
+			return nil, toErrno(r.log, "extents", path, err)
+		}
+		if !bytes.Equal(data, f.data) {
+			r.log.Error("I/O error: extent manifest differs from the one computed at lookup", "path", path)
+			return nil, syscall.EIO
+		}
 	}
-	if off >= int64(len(h.data)) {
+	if off >= int64(len(f.data)) {
 		return fuse.ReadResultData(nil), 0
 	}
-	return fuse.ReadResultData(h.data[off:min(int64(len(h.data)), off+int64(len(dest)))]), 0
+	return fuse.ReadResultData(f.data[off:min(int64(len(f.data)), off+int64(len(dest)))]), 0
 }
 
 var _ = (gofs.NodeGetxattrer)((*sampleFile)(nil))
