@@ -3,6 +3,7 @@ package fs
 import (
 	"bytes"
 	"context"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -46,10 +47,12 @@ func (r *Root) xattrs() bool { return r.opts.Xattrs && r.opts.Extents != nil }
 // again (re-writing evicted ones) before serving the same bytes.
 //
 // Sample files are opened without an OPEN message (ENOSYS), which turns
-// OPEN off for the whole mount, so this file cannot rely on Open. Instead,
-// it reports a fresh mtime with an attribute timeout of 1 ns at every stat
-// (0 would mean the mount's default): the kernel revalidates before each read, sees the change and
-// drops its cached pages, so every read from offset 0 reaches the server.
+// OPEN off for the whole mount, so this file cannot rely on Open (nor ask
+// for direct I/O). Instead every read drops the kernel's cached pages of
+// the file afterwards (NotifyContent), so the next read from offset 0
+// reaches the server again; and the file reports a fresh mtime with an
+// attribute timeout of 1 ns (0 would mean the mount's default), so a
+// reader that revalidates sees it changed.
 // expireAtOnce is the shortest attribute timeout go-fuse passes on (it
 // replaces 0 by the mount's default).
 const expireAtOnce = time.Nanosecond
@@ -59,6 +62,8 @@ type extentsFile struct {
 	sd   *shardDir
 	sh   *sample.Shard
 	data []byte // the manifest as computed at lookup
+
+	dropping atomic.Bool // a NotifyContent is pending
 }
 
 var _ = (gofs.NodeGetattrer)((*extentsFile)(nil))
@@ -111,6 +116,13 @@ func (f *extentsFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte,
 			r.log.Error("I/O error: extent manifest differs from the one computed at lookup", "path", path)
 			return nil, syscall.EIO
 		}
+	}
+	// Not from this goroutine: notifying inside a request can deadlock.
+	if f.dropping.CompareAndSwap(false, true) {
+		go func() {
+			f.dropping.Store(false)
+			f.NotifyContent(0, 0)
+		}()
 	}
 	if off >= int64(len(f.data)) {
 		return fuse.ReadResultData(nil), 0
