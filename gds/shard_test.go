@@ -1,0 +1,193 @@
+package gds
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/deltafs/deltafs/internal/mounttest"
+)
+
+// mountDigits imports n random 28x28 digits (the MNIST .npy layout) with
+// `deltafs import` and mounts them as PNGs in two shards with a disk cache
+// in cacheDir, plus flags.
+func mountDigits(t *testing.T, n int, cacheDir string, flags ...string) *mounttest.Mount {
+	t.Helper()
+	bin := mounttest.Binary(t)
+	header := fmt.Sprintf("{'descr': [('id', '<i8'), ('label', '|u1'), ('pixels', '|u1', (784,))], 'fortran_order': False, 'shape': (%d,), }", n)
+	for (10+len(header)+1)%64 != 0 {
+		header += " "
+	}
+	b := []byte("\x93NUMPY\x01\x00")
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(header)+1))
+	b = append(b, header+"\n"...)
+	rng := rand.New(rand.NewPCG(1, uint64(n)))
+	for i := range n {
+		b = binary.LittleEndian.AppendUint64(b, uint64(i))
+		b = append(b, byte(i%10))
+		for range 784 {
+			b = append(b, byte(rng.IntN(256)))
+		}
+	}
+	src := filepath.Join(t.TempDir(), "digits.npy")
+	if err := os.WriteFile(src, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	table := filepath.Join(t.TempDir(), "digits")
+	if out, err := mounttest.Run(bin, "import", src, table, "--rows-per-file", "60"); err != nil {
+		t.Fatalf("deltafs import: %v\n%s", err, out)
+	}
+	return mounttest.Start(t, bin, table, append([]string{"--image", "28x28", "--shards", "2", "--cache-dir", cacheDir}, flags...)...)
+}
+
+// checkBatch compares every sample in dst (at res.Offsets) with its file
+// under the mount.
+func checkBatch(t *testing.T, r *Reader, s *Shard, names []string, dst DeviceBuffer, res BatchResult) {
+	t.Helper()
+	for i, name := range names {
+		want, err := os.ReadFile(filepath.Join(s.Dir(), name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := make([]byte, len(want))
+		if err := r.CopyToHost(got, dst, res.Offsets[i]); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: %d bytes in the device buffer differ from the sample file", name, len(want))
+		}
+	}
+}
+
+// TestReadShardSamples reads every sample of a mounted shard into a (fake,
+// host-backed) device buffer by GDS through the shard's manifest, and
+// compares with the sample files; then evicts every entry from the disk
+// cache behind the mount's back and reads again: ReadSamples re-reads the
+// manifest (re-materialising) and gets the same bytes.
+func TestReadShardSamples(t *testing.T) {
+	f := fakes(t)
+	r := newReader(t, f.opts(ModeAuto))
+	if r.Path() != PathGDS {
+		t.Fatalf("path %v (%v)", r.Path(), r.Info().Reason)
+	}
+	cacheDir := t.TempDir()
+	m := mountDigits(t, 200, cacheDir)
+	for k := range 2 {
+		s, err := OpenShard(filepath.Join(m.Dir, "version", "0", "shard", fmt.Sprint(k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := s.Samples()
+		if len(names) != 100 {
+			t.Fatalf("shard %d: %d samples, want 100", k, len(names))
+		}
+		exts, err := s.Extents(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, size := r.BatchLayout(exts)
+		dst := alloc(t, r, size)
+		res, err := r.ReadSamples(context.Background(), s, nil, dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Count(PathGDS) != len(names) {
+			t.Fatalf("%d of %d samples by GDS", res.Count(PathGDS), len(names))
+		}
+		checkBatch(t, r, s, names, dst, res)
+		for _, c := range f.calls("register") {
+			if !strings.HasPrefix(c.fields["path"], cacheDir+"/") {
+				t.Fatalf("cuFile registered %s, not a cache file", c.fields["path"])
+			}
+		}
+
+		// Evict: the extents the Shard holds now name missing files.
+		for _, e := range exts {
+			os.Remove(e.Path)
+		}
+		res, err = r.ReadSamples(context.Background(), s, nil, dst)
+		if err != nil {
+			t.Fatalf("after eviction: %v", err)
+		}
+		checkBatch(t, r, s, names, dst, res)
+
+		// A subset, in another order.
+		sub := []string{names[7], names[3], names[99]}
+		if res, err = r.ReadSamples(context.Background(), s, sub, dst); err != nil {
+			t.Fatal(err)
+		}
+		checkBatch(t, r, s, sub, dst, res)
+		if _, err := r.ReadSamples(context.Background(), s, []string{"nope.png"}, dst); err == nil || !strings.Contains(err.Error(), `no sample "nope.png"`) {
+			t.Fatalf("unknown sample: %v", err)
+		}
+	}
+	if _, err := OpenShard(filepath.Join(m.Dir, "version", "0")); err == nil || !strings.Contains(err.Error(), "not a deltafs shard directory") {
+		t.Fatalf("OpenShard on a version directory: %v", err)
+	}
+}
+
+// TestReadSample reads single samples by path, through the xattr (--xattrs)
+// and through the shard manifest (without), also after eviction.
+func TestReadSample(t *testing.T) {
+	f := fakes(t)
+	r := newReader(t, f.opts(ModeAuto))
+	for _, flags := range [][]string{{"--xattrs"}, nil} {
+		cacheDir := t.TempDir()
+		m := mountDigits(t, 40, cacheDir, flags...)
+		sd := filepath.Join(m.Dir, "version", "0", "shard", "1")
+		ents, err := os.ReadDir(sd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := alloc(t, r, 1<<20)
+		n := 0
+		for _, de := range ents {
+			if !strings.HasSuffix(de.Name(), ".png") {
+				continue
+			}
+			p := filepath.Join(sd, de.Name())
+			want, err := os.ReadFile(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for pass := range 2 {
+				e, err := SampleExtent(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(e.Path, cacheDir+"/") || !e.Aligned() || e.Length != int64(len(want)) {
+					t.Fatalf("%s: extent %s", p, e)
+				}
+				res, err := r.ReadSample(context.Background(), p, dst)
+				if err != nil {
+					t.Fatalf("%v %s (pass %d): %v", flags, p, pass, err)
+				}
+				got := make([]byte, len(want))
+				if err := r.CopyToHost(got, dst, 0); err != nil {
+					t.Fatal(err)
+				}
+				if res.Path != PathGDS || !bytes.Equal(got, want) {
+					t.Fatalf("%v %s: path %v, bytes differ: %v", flags, p, res.Path, !bytes.Equal(got, want))
+				}
+				os.Remove(e.Path) // evicted: the next pass re-materialises it
+			}
+			n++
+		}
+		if n != 20 {
+			t.Fatalf("%d samples in shard 1, want 20", n)
+		}
+	}
+	outside := filepath.Join(t.TempDir(), "x.png")
+	if err := os.WriteFile(outside, []byte("png"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SampleExtent(outside); err == nil || !strings.Contains(err.Error(), "no extent") {
+		t.Fatalf("a file outside a mount: %v", err)
+	}
+}
