@@ -3,10 +3,13 @@ package gds
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -189,5 +192,44 @@ func TestReadSample(t *testing.T) {
 	}
 	if _, err := SampleExtent(outside); err == nil || !strings.Contains(err.Error(), "no extent") {
 		t.Fatalf("a file outside a mount: %v", err)
+	}
+}
+
+// TestExampleLoaderOnMount runs examples/gds/loader.py on a real mounted
+// shard: every sample's SHA-256 matches its file in the mount. After every
+// entry is evicted, the loader's read of _extents.tsv materialises the
+// shard again, so it still reads everything from the cache.
+func TestExampleLoaderOnMount(t *testing.T) {
+	if out, err := exec.Command(systemPython, "-c", "import torch").CombinedOutput(); err != nil {
+		t.Fatalf("%s with torch is needed for the example loader (Debian: python3-torch): %v\n%s", systemPython, err, out)
+	}
+	cacheDir := t.TempDir()
+	m := mountDigits(t, 120, cacheDir)
+	sd := filepath.Join(m.Dir, "version", "0", "shard", "0")
+	s, err := OpenShard(sd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, name := range s.Samples() {
+		b, err := os.ReadFile(filepath.Join(sd, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		want = append(want, hex.EncodeToString(sum[:])+"\t"+escapeField(name))
+	}
+	runLoader(t, sd, want, "; 0 through the mount (evicted)")
+	exts, _ := s.Extents(nil)
+	for _, e := range exts {
+		if err := os.Remove(e.Path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runLoader(t, sd, want, "; 0 through the mount (evicted)")
+	for _, e := range exts {
+		if _, err := os.Stat(e.Path); err != nil {
+			t.Fatalf("the loader's manifest read did not re-materialise %s: %v", e, err)
+		}
 	}
 }
