@@ -58,6 +58,17 @@ func TestMaterialize(t *testing.T) {
 		if _, _, _, err := c.Materialize(ctx, k, src.fetch(k)); err != nil || src.n.Load() != before+1 {
 			t.Fatalf("second Materialize: %v, %d fetches", err, src.n.Load()-before)
 		}
+		// Truncated (a torn write, or a bug): a miss, fetched again. (An
+		// empty payload's entry is its header alone: cut into the header.)
+		if err := os.Truncate(p, off+length/2-1); err != nil {
+			t.Fatal(err)
+		}
+		if p2, off2, l2, err := c.Materialize(ctx, k, src.fetch(k)); err != nil || p2 != p || off2 != off || l2 != length || src.n.Load() != before+2 {
+			t.Fatalf("after truncation: %q %d %d %v, %d fetches", p2, off2, l2, err, src.n.Load()-before)
+		}
+		if !bytes.Equal(readExtent(t, p, off, length), want) {
+			t.Fatalf("%d bytes: extent differs after truncation", n)
+		}
 		// In memory (Get) but evicted from disk: written again.
 		mustGet(t, c, k, src.fetch(k), want)
 		if err := os.Remove(p); err != nil {
