@@ -27,7 +27,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 
@@ -41,16 +43,21 @@ import (
 type Source struct {
 	c        *cache.Cache
 	table    string
+	log      *slog.Logger
 	parallel int
 }
 
 // New returns a Source over c, whose keys carry table (the table location,
-// as the mount's other cache keys do). c must have a disk tier.
-func New(c *cache.Cache, table string) (*Source, error) {
+// as the mount's other cache keys do). c must have a disk tier. log gets
+// samples a manifest could not materialise (nil: slog.Default()).
+func New(c *cache.Cache, table string, log *slog.Logger) (*Source, error) {
 	if c == nil || c.Dir() == "" {
 		return nil, errors.New("extents need a disk cache (not --cache-dir none)")
 	}
-	return &Source{c: c, table: table, parallel: max(2, min(8, 2*runtime.GOMAXPROCS(0)))}, nil
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Source{c: c, table: table, log: log, parallel: max(2, min(8, 2*runtime.GOMAXPROCS(0)))}, nil
 }
 
 // XattrName is the extended attribute carrying a sample's extent.
@@ -123,10 +130,15 @@ func (s *Source) predicted(sh *sample.Shard, pos int) (gds.Extent, error) {
 // manifest format. With materialize false it only computes what the
 // manifest will say (the content is the same either way: an entry's place
 // depends on its key alone), for the file's size; with materialize true it
-// first writes every sample not in the disk cache, several at a time, and
-// checks that each lies where predicted. A sample that cannot be
-// materialised (unreadable data file, entry larger than the cache budget)
-// fails the whole manifest, with an error naming it.
+// first writes every sample not in the disk cache, several at a time.
+//
+// Like the mount, a manifest fails only for what is broken: samples of a
+// data file already known to be unreadable (sample.Shard.Err) are left out;
+// a sample that fails to materialise now (its data file vanished, its entry
+// is larger than the cache budget) keeps its line, whose cache file is then
+// missing, and is logged with its version, shard, data file and cause;
+// loaders treat it as evicted and read the sample file, which fails or
+// works on its own. Only a cancelled request fails the manifest.
 //
 // A shard larger than the disk budget cannot be held whole: materialising
 // its last samples evicts its first ones, whose extents are then stale.
@@ -134,31 +146,53 @@ func (s *Source) predicted(sh *sample.Shard, pos int) (gds.Extent, error) {
 // and examples/gds/loader.py fall back to the sample file).
 func (s *Source) Manifest(ctx context.Context, sh *sample.Shard, materialize bool) ([]byte, error) {
 	n := sh.Len()
-	entries := make([]gds.ManifestEntry, n)
+	entries := make([]gds.ManifestEntry, 0, n)
+	positions := make([]int, 0, n)
 	for pos := range n {
+		if sh.Err(pos) != nil {
+			continue
+		}
 		e, err := s.predicted(sh, pos)
 		if err != nil {
 			return nil, err
 		}
-		entries[pos] = gds.ManifestEntry{Sample: sh.Path(pos), Extent: e}
+		entries = append(entries, gds.ManifestEntry{Sample: sh.Path(pos), Extent: e})
+		positions = append(positions, pos)
 	}
 	if materialize {
+		var (
+			mu     sync.Mutex
+			failed int
+			first  error
+		)
 		g, gctx := errgroup.WithContext(ctx)
 		g.SetLimit(s.parallel)
-		for pos := range n {
+		for i, pos := range positions {
 			g.Go(func() error {
 				got, err := s.Extent(gctx, sh, pos)
-				if err != nil {
-					return err
+				if err == nil && got != entries[i].Extent {
+					err = sampleErr(sh, pos, fmt.Errorf("materialised at %s, predicted %s", got, entries[i].Extent))
 				}
-				if got != entries[pos].Extent {
-					return sampleErr(sh, pos, fmt.Errorf("materialised at %s, predicted %s", got, entries[pos].Extent))
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					mu.Lock()
+					failed++
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
 				}
 				return nil
 			})
 		}
 		if err := g.Wait(); err != nil {
 			return nil, err
+		}
+		if failed > 0 {
+			s.log.Error("extents: samples not materialised in the disk cache; the manifest lists them, loaders will read them through the mount",
+				"shard", sh.String(), "failed", failed, "first", first)
 		}
 	}
 	var b bytes.Buffer

@@ -340,3 +340,88 @@ func TestMountXattrsOff(t *testing.T) {
 	}
 	t.Logf("GETXATTR requests for two getxattr calls and ls -l of 100 samples: %d without --xattrs, %d with", counts[false], counts[true])
 }
+
+// TestMountExtentsUnreadableFile: a data file that vanishes after its
+// shard was indexed fails only its own samples: the manifest still reads,
+// the other file's samples have valid extents, the vanished file's samples
+// have none (their cache files are missing, their sample files fail with
+// EIO) and the mount log names the file. A mount that indexes the table
+// after the file vanished leaves its samples out of the manifest.
+func TestMountExtentsUnreadableFile(t *testing.T) {
+	needReader(t)
+	bin := mounttest.Binary(t)
+	table := newDeltaTable(t, filepath.Join(t.TempDir(), "t"))
+	rows := readMNIST(t)[:40]
+	_, paths := table.commit(time.Now(), digitSchema, chunk(rows, 20))
+	inSecond := map[string]bool{} // sample names of paths[1]'s rows
+	for _, r := range rows[20:] {
+		inSecond[strconv.FormatInt(r.ID, 10)+".png"] = true
+	}
+	cacheDir := t.TempDir()
+	m := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--cache-dir", cacheDir)
+	sd := filepath.Join(m.Dir, "version", "0", "shard", "0")
+	names := samplesUnder(t, sd) // indexes the shard
+	if len(names) != 40 {
+		t.Fatalf("%d samples, want 40", len(names))
+	}
+	// Read the samples of paths[1] only (paths[0]'s pages stay uncached).
+	good := map[string][]byte{}
+	for _, n := range names {
+		if inSecond[n] {
+			b, err := os.ReadFile(filepath.Join(sd, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			good[n] = b
+		}
+	}
+	if err := os.Remove(filepath.Join(table.dir, paths[0])); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := gds.ReadManifestFile(filepath.Join(sd, gds.ManifestName))
+	if err != nil {
+		t.Fatalf("manifest with one vanished data file: %v", err)
+	}
+	if len(entries) != 40 {
+		t.Fatalf("%d manifest lines, want 40", len(entries))
+	}
+	for _, e := range entries {
+		if w, ok := good[e.Sample]; ok {
+			if !bytes.Equal(preadExtent(t, cacheRoot(cacheDir), e.Extent), w) {
+				t.Fatalf("%s: extent differs from the sample", e.Sample)
+			}
+			continue
+		}
+		if _, err := os.Stat(e.Path); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s (vanished data file): cache file %v", e.Sample, err)
+		}
+		if _, err := os.ReadFile(filepath.Join(sd, e.Sample)); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("%s (vanished data file): read %v, want EIO", e.Sample, err)
+		}
+	}
+	if len(good) != 20 {
+		t.Fatalf("%d samples of the second file, want 20", len(good))
+	}
+	deadline := time.Now().Add(5 * time.Second) // the log comes through a pipe
+	for log := m.Log(); !strings.Contains(log, "not materialised") || !strings.Contains(log, paths[0]); log = m.Log() {
+		if time.Now().After(deadline) {
+			t.Fatalf("mount log does not name the vanished file %s:\n%s", paths[0], log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	m2 := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--cache-dir", t.TempDir())
+	sd2 := filepath.Join(m2.Dir, "version", "0", "shard", "0")
+	entries, err = gds.ReadManifestFile(filepath.Join(sd2, gds.ManifestName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 20 {
+		t.Fatalf("indexed after the file vanished: %d manifest lines, want the 20 readable samples", len(entries))
+	}
+	for _, e := range entries {
+		if _, ok := good[e.Sample]; !ok {
+			t.Fatalf("manifest lists %s of the vanished file", e.Sample)
+		}
+	}
+}

@@ -210,7 +210,7 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	}
 	if pages.Dir() != "" {
 		// Every shard gets _extents.tsv; --xattrs adds the per-file xattr.
-		if rootOpts.Extents, err = extents.New(pages, st.Location()); err != nil {
+		if rootOpts.Extents, err = extents.New(pages, st.Location(), nil); err != nil {
 			return err
 		}
 		rootOpts.Xattrs = o.Xattrs
