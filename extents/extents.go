@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sync/errgroup"
 
@@ -99,9 +100,15 @@ func (s *Source) Extent(ctx context.Context, sh *sample.Shard, pos int) (gds.Ext
 }
 
 // Xattr is the value of XattrName for the sample at pos: its extent's text
-// form, after materialising it.
+// form, after materialising it. A sample the disk cache cannot keep (larger
+// than the budget, no free space) has no extent: the error wraps ENODATA,
+// so that getxattr says "no such attribute" and loaders read the file.
 func (s *Source) Xattr(ctx context.Context, sh *sample.Shard, pos int) ([]byte, error) {
 	e, err := s.Extent(ctx, sh, pos)
+	if errors.Is(err, cache.ErrNotStored) {
+		s.log.Warn("extents: sample not kept in the disk cache; its xattr reports no extent", "err", err)
+		return nil, fmt.Errorf("%w: %w", syscall.ENODATA, err)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -92,28 +92,107 @@ func evicted(err error) bool {
 // Offsets[i] (BatchLayout of their extents gives the size dst needs), by
 // ReadBatch. When a cache file turns out evicted since the manifest was
 // read, it reads the manifest again, which re-materialises the shard, and
-// retries once; a shard that does not fit in the disk budget can still
-// fail then, with an error saying so.
-func (r *Reader) ReadSamples(ctx context.Context, s *Shard, samples []string, dst DeviceBuffer) (BatchResult, error) {
+// retries once. Samples whose entries are still missing then (a shard
+// larger than the disk budget, a sample deltafs could not cache) are read
+// through the mount, from their sample files, by host memory; they are
+// counted in the returned ShardResult.FromMount.
+func (r *Reader) ReadSamples(ctx context.Context, s *Shard, samples []string, dst DeviceBuffer) (ShardResult, error) {
 	exts, err := s.Extents(samples)
 	if err != nil {
-		return BatchResult{}, err
+		return ShardResult{}, err
 	}
 	res, err := r.ReadBatch(ctx, exts, dst)
 	if err == nil || !evicted(err) {
-		return res, wrapShard(s, err)
+		return ShardResult{BatchResult: res}, wrapShard(s, err)
 	}
 	if err := s.Refresh(); err != nil {
-		return res, err
+		return ShardResult{BatchResult: res}, err
 	}
 	if exts, err = s.Extents(samples); err != nil {
-		return res, err
+		return ShardResult{BatchResult: res}, err
 	}
 	res, err = r.ReadBatch(ctx, exts, dst)
-	if err != nil && evicted(err) {
-		return res, fmt.Errorf("gds: shard %s: samples evicted again right after re-materialising them: is the shard larger than the disk cache budget? %w", s.dir, err)
+	if err == nil || !evicted(err) {
+		return ShardResult{BatchResult: res}, wrapShard(s, err)
 	}
-	return res, wrapShard(s, err)
+	names := samples
+	if names == nil {
+		names = s.Samples()
+	}
+	out, err := r.readOrFallBack(ctx, s, names, exts, dst)
+	return out, wrapShard(s, err)
+}
+
+// ShardResult reports a ReadSamples.
+type ShardResult struct {
+	BatchResult
+	// FromMount counts the samples read from their sample files in the
+	// mount because their cache entries were missing.
+	FromMount int
+}
+
+// readOrFallBack reads each extent into its place in dst, and a sample
+// whose cache file is missing or short from its sample file instead.
+func (r *Reader) readOrFallBack(ctx context.Context, s *Shard, names []string, exts []Extent, dst DeviceBuffer) (ShardResult, error) {
+	if err := r.acquire(); err != nil {
+		return ShardResult{}, err
+	}
+	defer r.mu.RUnlock()
+	offsets, size := r.BatchLayout(exts)
+	out := ShardResult{BatchResult: BatchResult{Offsets: offsets, Size: size, Results: make([]Result, len(exts))}}
+	if size > dst.Len() {
+		return out, fmt.Errorf("gds: batch of %d extents needs %d bytes, destination has %d", len(exts), size, dst.Len())
+	}
+	fs, err := r.newFileSet(dst)
+	if err != nil {
+		return out, err
+	}
+	defer fs.close()
+	pad := r.opts.BatchAlign%Alignment == 0
+	for i, e := range exts {
+		rr, err := r.readOne(ctx, fs, e, dst, offsets[i], pad)
+		if err != nil && evicted(err) {
+			out.FromMount++
+			rr, err = r.readFile(ctx, filepath.Join(s.dir, names[i]), e.Length, dst, offsets[i])
+		}
+		if err != nil {
+			return out, fmt.Errorf("sample %s: %w", names[i], err)
+		}
+		out.Results[i] = rr
+		out.Bytes += rr.Bytes
+	}
+	return out, nil
+}
+
+// readFile reads the whole file at path, which must be n bytes long, into
+// dst at off through host memory: pread, plus a copy to the device for a
+// device buffer. For sample files in the mount, which GDS cannot read.
+func (r *Reader) readFile(ctx context.Context, path string, n int64, dst DeviceBuffer, off int64) (Result, error) {
+	ext := Extent{Path: path, Length: n}
+	if off < 0 || n > dst.Len()-off {
+		return Result{}, fmt.Errorf("gds: %s does not fit at offset %d of a %d-byte destination", ext, off, dst.Len())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return Result{}, err
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return Result{}, err
+	} else if fi.Size() != n {
+		return Result{}, fmt.Errorf("gds: %s is %d bytes, the manifest says %d", path, fi.Size(), n)
+	}
+	if dst.DevicePtr() == 0 {
+		err = readHost(ctx, f, ext, dst.HostBytes()[off:off+n])
+		return Result{Path: PathHost, Bytes: n}, err
+	}
+	if r.cuda == nil {
+		return Result{}, errors.New("gds: device buffer given to a reader on the host path")
+	}
+	if n > 0 {
+		err = r.readCompat(ctx, f, ext, dst.DevicePtr()+uintptr(off))
+	}
+	return Result{Path: PathCompat, Bytes: n}, err
 }
 
 func wrapShard(s *Shard, err error) error {
@@ -175,17 +254,25 @@ func xattrExtent(path string) (Extent, error) {
 
 // ReadSample reads the sample file at path (inside a deltafs mount) into
 // the start of dst through its extent (see SampleExtent). An extent evicted
-// before the read is looked up again, which re-materialises it, once.
+// before the read is looked up again, which re-materialises it, once; if
+// the entry is still missing, the sample file itself is read, through host
+// memory.
 func (r *Reader) ReadSample(ctx context.Context, path string, dst DeviceBuffer) (Result, error) {
 	var res Result
 	var err error
+	var e Extent
 	for attempt := 0; attempt < 2; attempt++ {
-		var e Extent
 		if e, err = SampleExtent(path); err != nil {
 			return Result{}, err
 		}
 		if res, err = r.ReadExtent(ctx, e, dst); err == nil || !evicted(err) {
 			break
+		}
+	}
+	if err != nil && evicted(err) {
+		if err = r.acquire(); err == nil {
+			res, err = r.readFile(ctx, path, e.Length, dst, 0)
+			r.mu.RUnlock()
 		}
 	}
 	if err != nil {

@@ -51,7 +51,7 @@ func mountDigits(t *testing.T, n int, cacheDir string, flags ...string) *mountte
 
 // checkBatch compares every sample in dst (at res.Offsets) with its file
 // under the mount.
-func checkBatch(t *testing.T, r *Reader, s *Shard, names []string, dst DeviceBuffer, res BatchResult) {
+func checkBatch(t *testing.T, r *Reader, s *Shard, names []string, dst DeviceBuffer, res ShardResult) {
 	t.Helper()
 	for i, name := range names {
 		want, err := os.ReadFile(filepath.Join(s.Dir(), name))
@@ -100,8 +100,8 @@ func TestReadShardSamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Count(PathGDS) != len(names) {
-			t.Fatalf("%d of %d samples by GDS", res.Count(PathGDS), len(names))
+		if res.Count(PathGDS) != len(names) || res.FromMount != 0 {
+			t.Fatalf("%d of %d samples by GDS, %d from the mount", res.Count(PathGDS), len(names), res.FromMount)
 		}
 		checkBatch(t, r, s, names, dst, res)
 		for _, c := range f.calls("register") {
@@ -119,6 +119,9 @@ func TestReadShardSamples(t *testing.T) {
 			t.Fatalf("after eviction: %v", err)
 		}
 		checkBatch(t, r, s, names, dst, res)
+		if res.FromMount != 0 {
+			t.Fatalf("%d samples from the mount after re-materialisation, want 0", res.FromMount)
+		}
 
 		// A subset, in another order.
 		sub := []string{names[7], names[3], names[99]}
@@ -132,6 +135,42 @@ func TestReadShardSamples(t *testing.T) {
 	}
 	if _, err := OpenShard(filepath.Join(m.Dir, "version", "0")); err == nil || !strings.Contains(err.Error(), "not a deltafs shard directory") {
 		t.Fatalf("OpenShard on a version directory: %v", err)
+	}
+}
+
+// TestReadShardTooSmallCache: with a disk budget too small for any entry,
+// no sample can be materialised; ReadSamples and ReadSample read every
+// sample from its file in the mount instead (through host memory, the
+// compat path), with the same bytes.
+func TestReadShardTooSmallCache(t *testing.T) {
+	f := fakes(t)
+	r := newReader(t, f.opts(ModeAuto))
+	m := mountDigits(t, 40, t.TempDir(), "--cache-size", "4KiB", "--xattrs")
+	s, err := OpenShard(filepath.Join(m.Dir, "version", "0", "shard", "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := s.Samples()
+	exts, _ := s.Extents(nil)
+	_, size := r.BatchLayout(exts)
+	dst := alloc(t, r, size)
+	res, err := r.ReadSamples(context.Background(), s, nil, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FromMount != len(names) || res.Count(PathCompat) != len(names) || len(names) != 20 {
+		t.Fatalf("%d of %d samples from the mount, %d by compat", res.FromMount, len(names), res.Count(PathCompat))
+	}
+	checkBatch(t, r, s, names, dst, res)
+	p := filepath.Join(s.Dir(), names[3])
+	want, _ := os.ReadFile(p)
+	one, err := r.ReadSample(context.Background(), p, dst)
+	got := make([]byte, len(want))
+	if err == nil {
+		err = r.CopyToHost(got, dst, 0)
+	}
+	if err != nil || one.Path != PathCompat || !bytes.Equal(got, want) {
+		t.Fatalf("ReadSample: %v, path %v, bytes equal %v", err, one.Path, bytes.Equal(got, want))
 	}
 }
 
