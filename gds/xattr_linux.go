@@ -15,6 +15,10 @@ func getxattr(path, name string) ([]byte, error) {
 	for {
 		n, err := unix.Getxattr(path, name, buf)
 		switch {
+		case errors.Is(err, unix.EINTR):
+			// A signal interrupted the FUSE request (the Go runtime's
+			// preemption signals do): ask again.
+			continue
 		case errors.Is(err, unix.ERANGE):
 			sz, err := unix.Getxattr(path, name, nil)
 			if err != nil {

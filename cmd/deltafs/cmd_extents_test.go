@@ -87,6 +87,11 @@ func checkManifest(t *testing.T, sd, cacheDir string, want map[string][]byte) []
 func xattrExtent(path string) (gds.Extent, error) {
 	buf := make([]byte, 4096)
 	n, err := unix.Getxattr(path, gds.XattrName, buf)
+	for errors.Is(err, unix.EINTR) {
+		// The Go runtime's preemption signal interrupted the FUSE request
+		// (the mount answers EINTR, as it should): ask again.
+		n, err = unix.Getxattr(path, gds.XattrName, buf)
+	}
 	if err != nil {
 		return gds.Extent{}, err
 	}
