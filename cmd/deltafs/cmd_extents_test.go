@@ -430,3 +430,19 @@ func TestMountExtentsUnreadableFile(t *testing.T) {
 		}
 	}
 }
+
+// TestMountXattrsNeedDiskCache: --xattrs with --cache-dir none is bad
+// usage (exit 2) with a message saying why.
+func TestMountXattrsNeedDiskCache(t *testing.T) {
+	needReader(t)
+	bin := mounttest.Binary(t)
+	mnt := t.TempDir()
+	out, err := mounttest.Run(bin, "mount", "../../testdata/delta/dat-basic_append", mnt, "--cache-dir", "none", "--xattrs")
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 || !strings.Contains(out, "--xattrs needs a disk cache") {
+		t.Fatalf("exit %v, output %q", err, out)
+	}
+	if mounttest.Mounted(mnt) {
+		t.Fatal("mounted anyway")
+	}
+}

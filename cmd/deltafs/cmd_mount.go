@@ -61,7 +61,7 @@ func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.MemCache, "mem-cache", "256MiB", "memory cache for decoded Parquet pages")
 	f.StringVar(&o.CacheDir, "cache-dir", "", `disk cache directory, kept across mounts (default: the user cache directory's deltafs, e.g. ~/.cache/deltafs; "none": no disk cache)`)
 	f.StringVar(&o.CacheSize, "cache-size", humanize.IBytes(cache.DefaultDiskBytes), "disk cache budget")
-	f.BoolVar(&o.Xattrs, "xattrs", false, "serve each sample file's disk-cache extent as the xattr "+gds.XattrName+" (materialising it on demand); off by default because xattrs cost `ls -l` a round trip per file")
+	f.BoolVar(&o.Xattrs, "xattrs", false, "serve each sample file's disk-cache extent as the xattr "+gds.XattrName+" (materialising it on demand); off by default because xattrs cost ls -l a round trip per file")
 	f.BoolVar(&o.AllowOther, "allow-other", false, "let other users read the mount (needs user_allow_other in /etc/fuse.conf when not root)")
 	f.BoolVar(&o.Debug, "fuse-debug", false, "log every FUSE request")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the server to this file until unmount")
@@ -96,7 +96,7 @@ func newMountCmd() *cobra.Command {
       _commit.json _schema.json
       shard/K/                 K = 0 .. --shards-1
         _samples.tsv           one line per sample: path, bytes, class, id
-        _extents.tsv           with a disk cache: where each sample lies in it (opening it caches the shard)
+        _extents.tsv           with a disk cache: where each sample lies in it (reading it caches the shard)
         <id><ext>              one file per live row (or <class>/<id><ext> with --class-column)
     at/<time>                  link to the version current at <time> (RFC 3339 or Unix ms)
     .deltafs/stats             counters (JSON)
