@@ -3,7 +3,7 @@ package fs
 import (
 	"bytes"
 	"context"
-	"sync/atomic"
+	"sync"
 	"syscall"
 	"time"
 
@@ -48,23 +48,33 @@ func (r *Root) xattrs() bool { return r.opts.Xattrs && r.opts.Extents != nil }
 //
 // Sample files are opened without an OPEN message (ENOSYS), which turns
 // OPEN off for the whole mount, so this file cannot rely on Open (nor ask
-// for direct I/O). Instead every read drops the kernel's cached pages of
-// the file afterwards (NotifyContent), so the next read from offset 0
-// reaches the server again; and the file reports a fresh mtime with an
-// attribute timeout of 1 ns (0 would mean the mount's default), so a
-// reader that revalidates sees it changed.
-// expireAtOnce is the shortest attribute timeout go-fuse passes on (it
-// replaces 0 by the mount's default).
-const expireAtOnce = time.Nanosecond
-
+// for direct I/O). Instead the file reports a fresh mtime with an attribute
+// timeout of 1 ns (0 would mean the mount's default): a read() more than a
+// jiffy after the last one revalidates, sees the change and drops the
+// cached pages (auto_inval_data), so its read from offset 0 reaches the
+// server. And dropDelay after the last read the server drops them itself
+// (NotifyContent), for kernels that do not revalidate. Not at once: pages
+// dropped before the reader copied them would be read again, from offset 0,
+// materialising again. Readers that must reach the server every time open
+// the file with O_DIRECT, which FUSE serves without the page cache
+// (gds.ReadManifestFile and examples/gds/loader.py do).
 type extentsFile struct {
 	gofs.Inode
 	sd   *shardDir
 	sh   *sample.Shard
 	data []byte // the manifest as computed at lookup
 
-	dropping atomic.Bool // a NotifyContent is pending
+	mu   sync.Mutex
+	drop *time.Timer // guarded by mu; armed after each read
 }
+
+// dropDelay is how long after a read of _extents.tsv its pages are
+// dropped.
+const dropDelay = 20 * time.Millisecond
+
+// expireAtOnce is the shortest attribute timeout go-fuse passes on (it
+// replaces 0 by the mount's default).
+const expireAtOnce = time.Nanosecond
 
 var _ = (gofs.NodeGetattrer)((*extentsFile)(nil))
 var _ = (gofs.NodeOpener)((*extentsFile)(nil))
@@ -117,13 +127,15 @@ func (f *extentsFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte,
 			return nil, syscall.EIO
 		}
 	}
-	// Not from this goroutine: notifying inside a request can deadlock.
-	if f.dropping.CompareAndSwap(false, true) {
-		go func() {
-			f.dropping.Store(false)
-			f.NotifyContent(0, 0)
-		}()
+	// The timer's own goroutine notifies: notifying inside a request can
+	// deadlock.
+	f.mu.Lock()
+	if f.drop == nil {
+		f.drop = time.AfterFunc(dropDelay, func() { f.NotifyContent(0, 0) })
+	} else {
+		f.drop.Reset(dropDelay)
 	}
+	f.mu.Unlock()
 	if off >= int64(len(f.data)) {
 		return fuse.ReadResultData(nil), 0
 	}
