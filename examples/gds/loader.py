@@ -165,6 +165,14 @@ class ExtentReader:
             buf += chunk
         return buf
 
+    @staticmethod
+    def _gone(ext: Extent) -> bool:
+        """Whether ext's cache file is missing or ends inside the extent."""
+        try:
+            return os.stat(ext.path).st_size < ext.offset + ext.length
+        except FileNotFoundError:
+            return True
+
     def _from_mount(self, ext: Extent, why: Exception) -> bytes:
         """The sample file itself, for a sample evicted from the cache."""
         if self.shard_dir is None:
@@ -202,7 +210,13 @@ class ExtentReader:
                 except Evicted as why:
                     missed.append((e, o, why))
             for e, o, fut in futures:
-                n = fut.get()
+                try:
+                    n = fut.get()
+                except (OSError, RuntimeError) as err:
+                    if not self._gone(e):
+                        raise
+                    missed.append((e, o, Evicted("%s: %s" % (e.sample, err))))
+                    continue
                 if n != e.length:
                     missed.append((e, o, Evicted("%s: read %d of %d bytes" % (e.sample, n, e.length))))
             for e, o, why in missed:
