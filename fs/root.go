@@ -86,8 +86,9 @@ func NewRoot(ctx context.Context, opts Options) (*Root, error) {
 }
 
 // MountOptions are the go-fuse options deltafs mounts with: read-only, no
-// xattrs unless Options.Xattrs, the refresh interval as the default timeouts (the immutable parts
-// set long ones themselves), more background requests for read-ahead.
+// xattrs unless Options.Xattrs, the refresh interval as the default
+// timeouts (the immutable parts set long ones themselves), more background
+// requests for read-ahead.
 func (r *Root) MountOptions(fsName string, allowOther, debug bool) *gofs.Options {
 	d := r.opts.Refresh
 	return &gofs.Options{
