@@ -30,8 +30,14 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet $(PKGS)
 
+# The release build uses cgo (NVML); the nocgo build must keep building and
+# its GPU code paths passing too: build it, and run the gds tests (and the
+# gds command's) without cgo.
 unit: build
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+	CGO_ENABLED=0 $(GO) build -o /dev/null ./cmd/deltafs
+	CGO_ENABLED=0 $(GO) test -count=1 ./gds/
+	CGO_ENABLED=0 $(GO) test -count=1 -run '^TestGDS' ./cmd/deltafs/
 
 fuzz:
 	@set -e; set -- $(FUZZ_TARGETS); while [ $$# -gt 0 ]; do \

@@ -15,6 +15,7 @@
 //	      shard/
 //	        K/                 K = 0 .. S-1
 //	          _samples.tsv     path, bytes, class, id per sample
+//	          _extents.tsv     with Options.Extents: each sample's disk-cache extent
 //	          <id><ext>        the samples of shard K
 //	          <class>/<id><ext>   instead, with a class column
 //	  at/<time>                lookup-only link to ../version/N current at
@@ -43,8 +44,14 @@
 // RELEASE or GETXATTR; only an OPENDIR and RELEASEDIR per directory listed,
 // TestWarmPassNoRequests). (Writes never get that far: the mount is "ro", and
 // the kernel answers EROFS.) Extended attributes are disabled (no getxattr
-// per stat), and go-fuse's readdirplus fills attributes while listing, so
-// the per-file lookups of a first epoch are done by the listing.
+// per stat) unless Options.Xattrs asks for the extent attribute, and
+// go-fuse's readdirplus fills attributes while listing, so the per-file
+// lookups of a first epoch are done by the listing.
+//
+// _extents.tsv is the exception to long-lived pages: reading it from
+// offset 0 materialises the shard in the disk cache (Options.Extents
+// decides how), so each read drops the file's cached pages afterwards and
+// its attributes expire at once (see extentsFile).
 //
 // Read results come from memory, so splicing is off (DisableSplice: one
 // writev per reply is cheaper than a pipe round trip for small samples).

@@ -29,6 +29,7 @@ const (
 	kindClass               // version/N/shard/K/C (item K<<16 | class)
 	kindSample              // a sample file (item: index in the version)
 	kindAt                  // at/<time> -> ../version/N
+	kindExtents             // version/N/shard/K/_extents.tsv (item K)
 )
 
 const (

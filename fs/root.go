@@ -33,6 +33,13 @@ type Options struct {
 	Stats func() any
 	// Logger gets errors and notices; nil: slog.Default().
 	Logger *slog.Logger
+	// Extents, when set, adds the extent manifest to every shard directory
+	// (see Extents); nil: none.
+	Extents Extents
+	// Xattrs serves the extent attribute on sample files (needs Extents).
+	// Off, the mount disables xattrs altogether, so that `ls -l` costs no
+	// getxattr round trips.
+	Xattrs bool
 }
 
 func (o *Options) fill() {
@@ -79,8 +86,9 @@ func NewRoot(ctx context.Context, opts Options) (*Root, error) {
 }
 
 // MountOptions are the go-fuse options deltafs mounts with: read-only, no
-// xattrs, the refresh interval as the default timeouts (the immutable parts
-// set long ones themselves), more background requests for read-ahead.
+// xattrs unless Options.Xattrs, the refresh interval as the default
+// timeouts (the immutable parts set long ones themselves), more background
+// requests for read-ahead.
 func (r *Root) MountOptions(fsName string, allowOther, debug bool) *gofs.Options {
 	d := r.opts.Refresh
 	return &gofs.Options{
@@ -91,7 +99,7 @@ func (r *Root) MountOptions(fsName string, allowOther, debug bool) *gofs.Options
 			FsName:        fsName,
 			Name:          "deltafs",
 			Options:       []string{"ro"},
-			DisableXAttrs: true,
+			DisableXAttrs: !r.xattrs(),
 			// Samples come from memory: splicing them through a pipe costs
 			// more than one writev (measured: 16% of a cold pass's CPU).
 			DisableSplice: true,

@@ -60,6 +60,9 @@ func (d *shardDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 		r.immutable(out)
 		return d.NewInode(ctx, f, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino(kindManifest, v, int64(d.k))}), 0
 	}
+	if xn := r.extentsName(); xn != "" && name == xn {
+		return d.lookupExtents(ctx, sh, out)
+	}
 	if sh.HasClasses() {
 		if c, ok := sh.ClassIndex(name); ok {
 			cd := &classDir{sd: d, sh: sh, c: c}
@@ -83,14 +86,22 @@ func (d *shardDir) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHa
 	}
 	v := d.vd.info.Version
 	nc := len(sh.Classes())
-	h := &dirHandle{n: 1 + nc + sh.RootLen(), entry: func(i int) fuse.DirEntry {
+	// The manifests, then the class folders, then the samples.
+	nm := 1
+	xn := d.vd.root.extentsName()
+	if xn != "" {
+		nm = 2
+	}
+	h := &dirHandle{n: nm + nc + sh.RootLen(), entry: func(i int) fuse.DirEntry {
 		switch {
 		case i == 0:
 			return fuse.DirEntry{Name: manifestName, Mode: syscall.S_IFREG, Ino: ino(kindManifest, v, int64(d.k))}
-		case i <= nc:
-			return fuse.DirEntry{Name: sh.Classes()[i-1], Mode: syscall.S_IFDIR, Ino: classIno(v, d.k, i-1)}
+		case i < nm:
+			return fuse.DirEntry{Name: xn, Mode: syscall.S_IFREG, Ino: ino(kindExtents, v, int64(d.k))}
+		case i-nm < nc:
+			return fuse.DirEntry{Name: sh.Classes()[i-nm], Mode: syscall.S_IFDIR, Ino: classIno(v, d.k, i-nm)}
 		}
-		pos := sh.RootAt(i - 1 - nc)
+		pos := sh.RootAt(i - nm - nc)
 		return fuse.DirEntry{Name: sh.Name(pos), Mode: syscall.S_IFREG, Ino: ino(kindSample, v, sh.Global(pos))}
 	}}
 	return h, fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE, 0

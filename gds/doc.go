@@ -19,12 +19,20 @@
 //   - a manifest file ManifestName ("_extents.tsv") in each shard directory
 //     (see WriteManifest and ParseManifest).
 //
+// Package extents produces them: each sample is one disk-cache entry,
+// written on demand. Reading a shard's manifest writes every sample of the
+// shard not yet cached (it warms the shard); reading the attribute writes
+// one. After an eviction, reading again writes the entry back at the same
+// place. OpenShard, Reader.ReadSamples and Reader.ReadSample read samples
+// of a mounted shard through these, re-reading once when an entry was
+// evicted meanwhile.
+//
 // # Manifest format
 //
 // UTF-8 text, one record per line, fields separated by one tab:
 //
 //	sample	path	offset	length
-//	7/000123.png	/var/cache/deltafs/blk/00/3f.blk	1052672	2791
+//	7/000123.png	/root/.cache/deltafs/deltafs-cache-v1/3f/3f…9a.dfc	4096	2791
 //
 // The first line is that header (optional when parsing). sample is the
 // sample file's path relative to the shard directory, '/'-separated; path

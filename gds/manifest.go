@@ -107,8 +107,13 @@ func parseManifestLine(line string) (ManifestEntry, error) {
 
 // ReadManifestFile parses the manifest at path and resolves relative cache
 // file paths against the manifest's directory.
+//
+// A manifest on a FUSE filesystem (a deltafs mount) is read with O_DIRECT:
+// deltafs materialises the shard on every read of _extents.tsv that reaches
+// it, and the kernel may answer a plain read from pages cached by a read a
+// few milliseconds earlier.
 func ReadManifestFile(path string) ([]ManifestEntry, error) {
-	f, err := os.Open(path)
+	f, err := openManifest(path)
 	if err != nil {
 		return nil, err
 	}
@@ -133,4 +138,17 @@ func Extents(entries []ManifestEntry) []Extent {
 		out[i] = e.Extent
 	}
 	return out
+}
+
+// fuseSuperMagic is statfs's f_type of FUSE filesystems.
+const fuseSuperMagic = 0x65735546
+
+// openManifest opens a manifest, with O_DIRECT on FUSE (see
+// ReadManifestFile). FUSE needs no buffer alignment for O_DIRECT.
+func openManifest(path string) (*os.File, error) {
+	if magic, err := statfsType(path); err == nil && magic == fuseSuperMagic {
+		f, _, err := openRead(path, true)
+		return f, err
+	}
+	return os.Open(path)
 }

@@ -94,7 +94,7 @@ func (v *Version) buildShard(ctx context.Context, r *resolved, l *layout, width,
 			ext := sg.fs.ext(r, li)
 			stem = fitName(stem, ext)
 			name := stem + ext
-			if c := taken[stem]; c > 0 || name == ManifestName {
+			if c := taken[stem]; c > 0 || name == ManifestName || name == ExtentsName {
 				c = max(c, 1)
 				for {
 					name = dupName(stem, c, ext)

@@ -17,7 +17,9 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/deltafs/deltafs/cache"
+	"github.com/deltafs/deltafs/extents"
 	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/gds"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
@@ -42,6 +44,7 @@ type mountOptions struct {
 	CacheSize string
 
 	AllowOther bool
+	Xattrs     bool
 	Debug      bool
 	CPUProfile string
 }
@@ -58,6 +61,7 @@ func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.MemCache, "mem-cache", "256MiB", "memory cache for decoded Parquet pages")
 	f.StringVar(&o.CacheDir, "cache-dir", "", `disk cache directory, kept across mounts (default: the user cache directory's deltafs, e.g. ~/.cache/deltafs; "none": no disk cache)`)
 	f.StringVar(&o.CacheSize, "cache-size", humanize.IBytes(cache.DefaultDiskBytes), "disk cache budget")
+	f.BoolVar(&o.Xattrs, "xattrs", false, "serve each sample file's disk-cache extent as the xattr "+gds.XattrName+" (materialising it on demand); off by default because xattrs cost ls -l a round trip per file")
 	f.BoolVar(&o.AllowOther, "allow-other", false, "let other users read the mount (needs user_allow_other in /etc/fuse.conf when not root)")
 	f.BoolVar(&o.Debug, "fuse-debug", false, "log every FUSE request")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the server to this file until unmount")
@@ -92,6 +96,7 @@ func newMountCmd() *cobra.Command {
       _commit.json _schema.json
       shard/K/                 K = 0 .. --shards-1
         _samples.tsv           one line per sample: path, bytes, class, id
+        _extents.tsv           with a disk cache: where each sample lies in it (reading it caches the shard)
         <id><ext>              one file per live row (or <class>/<id><ext> with --class-column)
     at/<time>                  link to the version current at <time> (RFC 3339 or Unix ms)
     .deltafs/stats             counters (JSON)
@@ -177,6 +182,9 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	cacheOpts := cache.Options{MemBytes: int64(memBytes), DiskBytes: int64(diskBytes)}
 	switch o.CacheDir {
 	case "none":
+		if o.Xattrs {
+			return usageError{errors.New("--xattrs needs a disk cache: the extents lie in it (drop --cache-dir none)")}
+		}
 	case "":
 		if cacheOpts.Dir, err = cache.DefaultDir(); err != nil {
 			return err
@@ -196,10 +204,18 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 		return usageError{err}
 	}
 	var root *dfs.Root
-	root, err = dfs.NewRoot(ctx, dfs.Options{
+	rootOpts := dfs.Options{
 		Samples: samples, Refresh: o.Refresh, Immutable: o.Immutable,
 		Stats: func() any { return mountStats(root, counted, fetcher, pages) },
-	})
+	}
+	if pages.Dir() != "" {
+		// Every shard gets _extents.tsv; --xattrs adds the per-file xattr.
+		if rootOpts.Extents, err = extents.New(pages, st.Location(), nil); err != nil {
+			return err
+		}
+		rootOpts.Xattrs = o.Xattrs
+	}
+	root, err = dfs.NewRoot(ctx, rootOpts)
 	if err != nil {
 		return withLocation(location, err)
 	}

@@ -8,10 +8,16 @@ Storage) from the cache file into a CUDA tensor, bypassing FUSE and host
 memory. Without them, it is read with os.pread into a CPU tensor, then
 copied to the GPU if one was asked for. The bytes are the same either way.
 
+Reading `_extents.tsv` makes deltafs write every sample of the shard to its
+disk cache (it is read with O_DIRECT, so each read reaches deltafs). A
+sample whose cache file has since vanished or ends early (evicted) is read
+through the mount instead: the sample file next to the manifest.
+
     /usr/bin/python3 examples/gds/loader.py MOUNT/latest/shard/0/_extents.tsv \\
         [--device cuda|cpu] [--batch N] [--limit N] [--sha256]
 
-prints how many samples and bytes it read, by which path, and how fast;
+prints how many samples and bytes it read, by which path, how fast, and how
+many had to be read through the mount;
 --sha256 also prints each sample's SHA-256 and name (escaped as in the
 manifest), tab-separated.
 """
@@ -65,24 +71,55 @@ class Extent(NamedTuple):
     length: int
 
 
+def _read_all(path: str) -> bytes:
+    """The whole file, with O_DIRECT where the filesystem takes it: on a
+    deltafs mount every read of _extents.tsv then reaches deltafs (which
+    materialises the shard) instead of the kernel's page cache. Local
+    filesystems refuse O_DIRECT with unaligned buffers: read those plainly."""
+    direct = getattr(os, "O_DIRECT", 0)
+    if direct:
+        try:
+            fd = os.open(path, os.O_RDONLY | direct)
+        except OSError:
+            fd = -1
+        if fd >= 0:
+            try:
+                chunks = []
+                while True:
+                    c = os.read(fd, 1 << 20)
+                    if not c:
+                        return b"".join(chunks)
+                    chunks.append(c)
+            except OSError:
+                pass  # EINVAL: alignment; fall through
+            finally:
+                os.close(fd)
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def read_manifest(manifest: str) -> List[Extent]:
     """Parse an _extents.tsv; relative cache paths are relative to it."""
     base = os.path.dirname(os.path.abspath(manifest))
     out = []
-    with open(manifest, "r", encoding="utf-8", newline="\n") as f:
-        for lineno, line in enumerate(f, 1):
-            line = line.rstrip("\n").rstrip("\r")
-            if not line or (lineno == 1 and line == HEADER):
-                continue
-            fields = line.split("\t")
-            if len(fields) != 4:
-                raise ValueError("%s:%d: want 4 tab-separated fields" % (manifest, lineno))
-            sample, path = unescape(fields[0]), unescape(fields[1])
-            offset, length = int(fields[2]), int(fields[3])
-            if not sample or not path or offset < 0 or length < 0:
-                raise ValueError("%s:%d: bad entry" % (manifest, lineno))
-            out.append(Extent(sample, os.path.join(base, path), offset, length))
+    text = _read_all(manifest).decode("utf-8")
+    for lineno, line in enumerate(text.split("\n"), 1):
+        line = line.rstrip("\n").rstrip("\r")
+        if not line or (lineno == 1 and line == HEADER):
+            continue
+        fields = line.split("\t")
+        if len(fields) != 4:
+            raise ValueError("%s:%d: want 4 tab-separated fields" % (manifest, lineno))
+        sample, path = unescape(fields[0]), unescape(fields[1])
+        offset, length = int(fields[2]), int(fields[3])
+        if not sample or not path or offset < 0 or length < 0:
+            raise ValueError("%s:%d: bad entry" % (manifest, lineno))
+        out.append(Extent(sample, os.path.join(base, path), offset, length))
     return out
+
+
+class Evicted(Exception):
+    """A cache file is gone or shorter than the extent."""
 
 
 class ExtentReader:
@@ -90,9 +127,13 @@ class ExtentReader:
 
     path is "kvikio" (cuFile into GPU memory: GDS, or cuFile's own
     compatibility mode) or "posix" (os.pread into host memory, then .to()).
+    A sample whose cache file was evicted is read from shard_dir/<sample>
+    (the mount) instead and counted in `fallbacks`; without shard_dir that
+    is an error.
     """
 
-    def __init__(self, device: Optional[str] = None, use_kvikio: Optional[bool] = None):
+    def __init__(self, device: Optional[str] = None, use_kvikio: Optional[bool] = None,
+                 shard_dir: Optional[str] = None):
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
@@ -101,12 +142,17 @@ class ExtentReader:
         if use_kvikio and (kvikio is None or self.device.type != "cuda"):
             raise RuntimeError("kvikio reads need the kvikio package and a CUDA device")
         self.path = "kvikio" if use_kvikio else "posix"
+        self.shard_dir = shard_dir
+        self.fallbacks = 0
         self._files: Dict[str, object] = {}
 
     def _file(self, path: str):
         f = self._files.get(path)
         if f is None:
-            f = kvikio.CuFile(path, "r") if self.path == "kvikio" else os.open(path, os.O_RDONLY)
+            try:
+                f = kvikio.CuFile(path, "r") if self.path == "kvikio" else os.open(path, os.O_RDONLY)
+            except FileNotFoundError as e:
+                raise Evicted("%s is gone" % path) from e
             self._files[path] = f
         return f
 
@@ -115,9 +161,29 @@ class ExtentReader:
         while len(buf) < ext.length:
             chunk = os.pread(fd, ext.length - len(buf), ext.offset + len(buf))
             if not chunk:
-                raise EOFError("%s: %s ends inside the extent" % (ext.sample, ext.path))
+                raise Evicted("%s: %s ends inside the extent" % (ext.sample, ext.path))
             buf += chunk
         return buf
+
+    @staticmethod
+    def _gone(ext: Extent) -> bool:
+        """Whether ext's cache file is missing or ends inside the extent."""
+        try:
+            return os.stat(ext.path).st_size < ext.offset + ext.length
+        except FileNotFoundError:
+            return True
+
+    def _from_mount(self, ext: Extent, why: Exception) -> bytes:
+        """The sample file itself, for a sample evicted from the cache."""
+        if self.shard_dir is None:
+            raise why
+        path = os.path.join(self.shard_dir, ext.sample)
+        with open(path, "rb") as f:
+            data = f.read()
+        if len(data) != ext.length:
+            raise ValueError("%s: %d bytes, the manifest says %d" % (path, len(data), ext.length))
+        self.fallbacks += 1
+        return data
 
     def read(self, ext: Extent) -> torch.Tensor:
         """One sample as a 1-D uint8 tensor."""
@@ -135,17 +201,36 @@ class ExtentReader:
             total += e.length
         if self.path == "kvikio":
             out = torch.empty(total, dtype=torch.uint8, device=self.device)
-            futures = [(e, self._file(e.path).pread(out[o:o + e.length], e.length, e.offset))
-                       for e, o in zip(exts, offsets) if e.length]
-            for e, fut in futures:
-                n = fut.get()
+            futures, missed = [], []
+            for e, o in zip(exts, offsets):
+                if not e.length:
+                    continue
+                try:
+                    futures.append((e, o, self._file(e.path).pread(out[o:o + e.length], e.length, e.offset)))
+                except Evicted as why:
+                    missed.append((e, o, why))
+            for e, o, fut in futures:
+                try:
+                    n = fut.get()
+                except (OSError, RuntimeError) as err:
+                    if not self._gone(e):
+                        raise
+                    missed.append((e, o, Evicted("%s: %s" % (e.sample, err))))
+                    continue
                 if n != e.length:
-                    raise EOFError("%s: read %d of %d bytes" % (e.sample, n, e.length))
+                    missed.append((e, o, Evicted("%s: read %d of %d bytes" % (e.sample, n, e.length))))
+            for e, o, why in missed:
+                data = self._from_mount(e, why)
+                out[o:o + e.length] = torch.frombuffer(bytearray(data), dtype=torch.uint8).to(self.device)
             return out, offsets
         out = torch.zeros(total, dtype=torch.uint8)
         for e, o in zip(exts, offsets):
             if e.length:
-                out[o:o + e.length] = torch.frombuffer(self._pread(e), dtype=torch.uint8)
+                try:
+                    data = self._pread(e)
+                except Evicted as why:
+                    data = bytearray(self._from_mount(e, why))
+                out[o:o + e.length] = torch.frombuffer(data, dtype=torch.uint8)
         if self.device.type != "cpu":
             out = out.to(self.device, non_blocking=False)
         return out, offsets
@@ -169,7 +254,7 @@ class ExtentDataset(torch.utils.data.Dataset):
 
     def __init__(self, manifest: str, device: Optional[str] = None, transform=None):
         self.extents = read_manifest(manifest)
-        self.reader = ExtentReader(device)
+        self.reader = ExtentReader(device, shard_dir=os.path.dirname(os.path.abspath(manifest)))
         self.transform = transform
 
     def __len__(self):
@@ -196,7 +281,7 @@ def main(argv=None) -> int:
     exts = read_manifest(manifest)
     if args.limit:
         exts = exts[: args.limit]
-    reader = ExtentReader(args.device)
+    reader = ExtentReader(args.device, shard_dir=os.path.dirname(os.path.abspath(manifest)))
     start, nbytes = time.perf_counter(), 0
     try:
         for i in range(0, len(exts), args.batch):
@@ -210,8 +295,9 @@ def main(argv=None) -> int:
     finally:
         reader.close()
     secs = max(time.perf_counter() - start, 1e-9)
-    print("read %d samples, %.1f MB in %.3f s (%.1f MB/s, %.0f samples/s) by %s into %s" % (
-        len(exts), nbytes / 1e6, secs, nbytes / 1e6 / secs, len(exts) / secs, reader.path, reader.device.type))
+    print("read %d samples, %.1f MB in %.3f s (%.1f MB/s, %.0f samples/s) by %s into %s; %d through the mount (evicted)" % (
+        len(exts), nbytes / 1e6, secs, nbytes / 1e6 / secs, len(exts) / secs, reader.path, reader.device.type,
+        reader.fallbacks))
     return 0
 
 

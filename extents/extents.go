@@ -1,0 +1,210 @@
+// Package extents tells where each sample's bytes lie in the disk cache, so
+// that a loader can read them with O_DIRECT or GPUDirect Storage (package
+// gds) instead of through FUSE.
+//
+// Every sample is cached as one entry of its own, keyed by content identity
+// (sample.Shard.SampleKey: data file, its size, physical row, and the parts
+// of the spec that shape the bytes), so versions and shards that share a
+// data file share the entries. An entry's payload starts 4 KiB-aligned in
+// its cache file (cache.Cache.Where). Entries are materialised on demand:
+// asking for an extent writes the sample to the disk cache if it is not
+// there, so an extent is valid as long as its entry lives; after an
+// eviction, asking again writes the entry again, at the same path and
+// offset.
+//
+// Two ways out, served by package fs:
+//
+//   - the extended attribute gds.XattrName on a sample file (mount flag
+//     --xattrs), whose value is gds.Extent's text form
+//     PATH<TAB>OFFSET<TAB>LENGTH;
+//   - the per-shard manifest gds.ManifestName (_extents.tsv) in gds's
+//     manifest format, one line per sample. Opening it materialises every
+//     sample of the shard: reading it warms the shard in the disk cache.
+package extents
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/deltafs/deltafs/cache"
+	"github.com/deltafs/deltafs/gds"
+	"github.com/deltafs/deltafs/sample"
+)
+
+// Source produces extents from a cache with a disk tier. Safe for
+// concurrent use.
+type Source struct {
+	c        *cache.Cache
+	table    string
+	log      *slog.Logger
+	parallel int
+}
+
+// New returns a Source over c, whose keys carry table (the table location,
+// as the mount's other cache keys do). c must have a disk tier. log gets
+// samples a manifest could not materialise (nil: slog.Default()).
+func New(c *cache.Cache, table string, log *slog.Logger) (*Source, error) {
+	if c == nil || c.Dir() == "" {
+		return nil, errors.New("extents need a disk cache (not --cache-dir none)")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Source{c: c, table: table, log: log, parallel: max(2, min(8, 2*runtime.GOMAXPROCS(0)))}, nil
+}
+
+// XattrName is the extended attribute carrying a sample's extent.
+func (s *Source) XattrName() string { return gds.XattrName }
+
+// ManifestName is the per-shard manifest's file name.
+func (s *Source) ManifestName() string { return gds.ManifestName }
+
+func (s *Source) key(sh *sample.Shard, pos int) (cache.Key, error) {
+	k, err := sh.SampleKey(pos)
+	if err != nil {
+		return cache.Key{}, err
+	}
+	return cache.Key{Kind: k.Kind, Table: s.table, File: k.File, Version: k.Version, Column: k.Column, Unit: k.Unit}, nil
+}
+
+// sampleErr names the sample an error is about.
+func sampleErr(sh *sample.Shard, pos int, err error) error {
+	return fmt.Errorf("%s, sample %s: extent: %w", sh, sh.Path(pos), err)
+}
+
+// Extent materialises the sample at pos in the disk cache if needed and
+// returns where its bytes lie.
+func (s *Source) Extent(ctx context.Context, sh *sample.Shard, pos int) (gds.Extent, error) {
+	k, err := s.key(sh, pos)
+	if err != nil {
+		return gds.Extent{}, sampleErr(sh, pos, err)
+	}
+	p, off, n, err := s.c.Materialize(ctx, k, func(ctx context.Context) ([]byte, error) {
+		return sh.Content(ctx, pos)
+	})
+	if err != nil {
+		return gds.Extent{}, sampleErr(sh, pos, err)
+	}
+	if want := sh.Size(pos); n != want {
+		return gds.Extent{}, sampleErr(sh, pos, fmt.Errorf("cached entry %s holds %d bytes, the sample has %d", p, n, want))
+	}
+	return gds.Extent{Path: p, Offset: off, Length: n}, nil
+}
+
+// Xattr is the value of XattrName for the sample at pos: its extent's text
+// form, after materialising it. A sample the disk cache cannot keep (larger
+// than the budget, no free space) has no extent: the error wraps ENODATA,
+// so that getxattr says "no such attribute" and loaders read the file.
+func (s *Source) Xattr(ctx context.Context, sh *sample.Shard, pos int) ([]byte, error) {
+	e, err := s.Extent(ctx, sh, pos)
+	if errors.Is(err, cache.ErrNotStored) {
+		s.log.Warn("extents: sample not kept in the disk cache; its xattr reports no extent", "err", err)
+		return nil, fmt.Errorf("%w: %w", syscall.ENODATA, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return e.MarshalText()
+}
+
+// predicted is the extent the sample at pos has once materialised, from
+// its key and size alone.
+func (s *Source) predicted(sh *sample.Shard, pos int) (gds.Extent, error) {
+	k, err := s.key(sh, pos)
+	if err != nil {
+		return gds.Extent{}, sampleErr(sh, pos, err)
+	}
+	p, off, ok, err := s.c.Where(k)
+	if err == nil && !ok {
+		err = cache.ErrNotStored
+	}
+	if err != nil {
+		return gds.Extent{}, sampleErr(sh, pos, err)
+	}
+	return gds.Extent{Path: p, Offset: off, Length: sh.Size(pos)}, nil
+}
+
+// Manifest is the content of the shard's manifest: every sample in shard
+// order, its path relative to the shard directory and its extent, in gds's
+// manifest format. With materialize false it only computes what the
+// manifest will say (the content is the same either way: an entry's place
+// depends on its key alone), for the file's size; with materialize true it
+// first writes every sample not in the disk cache, several at a time.
+//
+// Like the mount, a manifest fails only for what is broken: samples of a
+// data file already known to be unreadable (sample.Shard.Err) are left out;
+// a sample that fails to materialise now (its data file vanished, its entry
+// is larger than the cache budget) keeps its line, whose cache file is then
+// missing, and is logged with its version, shard, data file and cause;
+// loaders treat it as evicted and read the sample file, which fails or
+// works on its own. Only a cancelled request fails the manifest.
+//
+// A shard larger than the disk budget cannot be held whole: materialising
+// its last samples evicts its first ones, whose extents are then stale.
+// Readers must treat a missing or short cache file as a miss (gds.Reader
+// and examples/gds/loader.py fall back to the sample file).
+func (s *Source) Manifest(ctx context.Context, sh *sample.Shard, materialize bool) ([]byte, error) {
+	n := sh.Len()
+	entries := make([]gds.ManifestEntry, 0, n)
+	positions := make([]int, 0, n)
+	for pos := range n {
+		if sh.Err(pos) != nil {
+			continue
+		}
+		e, err := s.predicted(sh, pos)
+		if err != nil {
+			return nil, err
+		}
+		entries = append(entries, gds.ManifestEntry{Sample: sh.Path(pos), Extent: e})
+		positions = append(positions, pos)
+	}
+	if materialize {
+		var (
+			mu     sync.Mutex
+			failed int
+			first  error
+		)
+		g, gctx := errgroup.WithContext(ctx)
+		g.SetLimit(s.parallel)
+		for i, pos := range positions {
+			g.Go(func() error {
+				got, err := s.Extent(gctx, sh, pos)
+				if err == nil && got != entries[i].Extent {
+					err = sampleErr(sh, pos, fmt.Errorf("materialised at %s, predicted %s", got, entries[i].Extent))
+				}
+				if err != nil {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					mu.Lock()
+					failed++
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return nil, err
+		}
+		if failed > 0 {
+			s.log.Error("extents: samples not materialised in the disk cache; the manifest lists them, loaders will read them through the mount",
+				"shard", sh.String(), "failed", failed, "first", first)
+		}
+	}
+	var b bytes.Buffer
+	if err := gds.WriteManifest(&b, entries); err != nil {
+		return nil, fmt.Errorf("%s: %w", sh, err)
+	}
+	return b.Bytes(), nil
+}

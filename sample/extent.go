@@ -1,0 +1,34 @@
+package sample
+
+import (
+	"strconv"
+)
+
+// SampleKey names the sample at pos by content identity, for caching each
+// sample's bytes as one unit (the disk-cache extents of package extents):
+// the data file and its size, the physical row, and what of the spec shapes
+// the bytes (the data column; the image encoding and shape; for JSON samples
+// the schema). Versions and shards sharing a data file share the keys. It
+// fails with the data file's error when the file is unreadable.
+func (sh *Shard) SampleKey(pos int) (CacheKey, error) {
+	sg, li := sh.seg(pos)
+	if sg.fs.err != nil {
+		return CacheKey{}, sg.fs.err
+	}
+	unit := strconv.FormatInt(sg.fs.rows[li], 10)
+	var col string
+	switch sh.r.mode {
+	case modeImage:
+		col = sh.r.data.phys
+		unit += "/" + sh.r.format + "/" + sh.r.image.String()
+	case modeBytes:
+		col = sh.r.data.phys
+	case modeJSON:
+		col = "json:" + sh.v.schemaID()
+	}
+	return CacheKey{Kind: "sample", File: sg.ref.Path, Version: strconv.FormatInt(sg.ref.Size, 10), Column: col, Unit: unit}, nil
+}
+
+// ExtentsName is the name of a shard's extent manifest (package extents,
+// gds.ManifestName); no sample takes it either.
+const ExtentsName = "_extents.tsv"
