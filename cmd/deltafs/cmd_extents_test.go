@@ -136,7 +136,6 @@ func importDigits(t *testing.T, bin string, digits []digit, rowsPerFile int) str
 // hold exactly the sample file's bytes; after `deltafs cache clear` they
 // are materialised again, at the same places, with the same bytes.
 func TestMountExtentsImages(t *testing.T) {
-	needReader(t)
 	bin := mounttest.Binary(t)
 	table := importDigits(t, bin, readMNIST(t)[:300], 70)
 	cacheDir := t.TempDir()
@@ -208,7 +207,6 @@ func TestMountExtentsImages(t *testing.T) {
 // shard, materialising shard 1 evicts shard 0's samples; reading shard 0's
 // manifest again brings them back.
 func TestMountExtentsEvictedByBudget(t *testing.T) {
-	needReader(t)
 	bin := mounttest.Binary(t)
 	table := importDigits(t, bin, readMNIST(t)[:300], 150)
 	cacheDir := t.TempDir()
@@ -243,7 +241,6 @@ func TestMountExtentsEvictedByBudget(t *testing.T) {
 // .bin files of many sizes (empty, below, at and above 4 KiB, several
 // blocks) gives exact extents too.
 func TestMountExtentsRawBytes(t *testing.T) {
-	needReader(t)
 	bin := mounttest.Binary(t)
 	sizes := []int{0, 1, 7, 783, 4095, 4096, 4097, 8192, 20000, 100000}
 	var rows []digit
@@ -298,7 +295,6 @@ func getxattrOps(log string) int { return strings.Count(log, "GETXATTR") }
 // getxattr); with --xattrs, ls asks for every file, which is why it is
 // opt-in.
 func TestMountXattrsOff(t *testing.T) {
-	needReader(t)
 	bin := mounttest.Binary(t)
 	table := importDigits(t, bin, readMNIST(t)[:100], 100)
 	counts := map[bool]int{}
@@ -353,7 +349,6 @@ func TestMountXattrsOff(t *testing.T) {
 // EIO) and the mount log names the file. A mount that indexes the table
 // after the file vanished leaves its samples out of the manifest.
 func TestMountExtentsUnreadableFile(t *testing.T) {
-	needReader(t)
 	bin := mounttest.Binary(t)
 	table := newDeltaTable(t, filepath.Join(t.TempDir(), "t"))
 	rows := readMNIST(t)[:40]
@@ -434,7 +429,6 @@ func TestMountExtentsUnreadableFile(t *testing.T) {
 // TestMountXattrsNeedDiskCache: --xattrs with --cache-dir none is bad
 // usage (exit 2) with a message saying why.
 func TestMountXattrsNeedDiskCache(t *testing.T) {
-	needReader(t)
 	bin := mounttest.Binary(t)
 	mnt := t.TempDir()
 	out, err := mounttest.Run(bin, "mount", "../../testdata/delta/dat-basic_append", mnt, "--cache-dir", "none", "--xattrs")
