@@ -417,6 +417,7 @@ func (r *Root) DefaultStats() map[string]any {
 		"versions": map[string]any{"count": n, "latest": latest},
 		"index": map[string]any{
 			"files":            c.FilesIndexed.Load(),
+			"files_from_cache": c.FilesFromCache.Load(),
 			"samples":          c.SamplesIndexed.Load(),
 			"bytes":            c.IndexBytes.Load(),
 			"bytes_per_sample": perSample(c.IndexBytes.Load(), c.SamplesIndexed.Load()),
