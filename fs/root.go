@@ -400,6 +400,13 @@ func (f *statsFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, o
 	if data == nil {
 		data = f.render()
 	}
+	if off+int64(len(dest)) >= int64(len(data)) {
+		// The kernel keeps what it read in its page cache (open sends no
+		// request, so nothing else tells it the file changed): drop it once
+		// this read is served, so that the next read renders again. Not from
+		// inside the handler: the kernel holds the pages being filled.
+		go f.NotifyContent(0, 0)
+	}
 	if off >= int64(len(data)) {
 		return fuse.ReadResultData(nil), 0
 	}
