@@ -13,6 +13,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/deltafs/deltafs/cache"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -62,7 +63,12 @@ type Root struct {
 	byNum    map[int64]int          // guarded by mu; version -> index in versions
 	latest   int64                  // guarded by mu; -1 before the first listing
 	pollErr  error                  // guarded by mu; the last poll's error
+
+	readLatency cache.Histogram // FUSE reads of sample files, as served
 }
+
+// ReadLatency times FUSE reads of sample files (for metrics).
+func (r *Root) ReadLatency() *cache.Histogram { return &r.readLatency }
 
 var _ = (gofs.NodeOnAdder)((*Root)(nil))   // builds the static children
 var _ = (gofs.NodeGetattrer)((*Root)(nil)) // short timeouts: the root changes
@@ -429,7 +435,7 @@ func (r *Root) DefaultStats() map[string]any {
 			"bytes":            c.IndexBytes.Load(),
 			"bytes_per_sample": perSample(c.IndexBytes.Load(), c.SamplesIndexed.Load()),
 		},
-		"reads": map[string]any{"samples": c.Reads.Load(), "errors": c.ReadErrors.Load()},
+		"reads": map[string]any{"samples": c.Reads.Load(), "errors": c.ReadErrors.Load(), "latency": r.readLatency.Latency()},
 	}
 	if pollErr != nil {
 		out["versions"].(map[string]any)["error"] = pollErr.Error()

@@ -108,6 +108,14 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	if err != nil {
 		return withLocation(location, err)
 	}
+	if o.MetricsAddr != "" {
+		stop, bound, err := serveMetrics(o.MetricsAddr, metricsRegistry(stk, root))
+		if err != nil {
+			return err
+		}
+		defer stop()
+		slog.Info("serving metrics", "url", "http://"+bound+"/metrics")
+	}
 	server, err := dfs.Mount(mnt, root, root.MountOptions(st.Location(), o.AllowOther, o.Debug))
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mnt, err)
