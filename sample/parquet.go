@@ -98,7 +98,8 @@ type openFile struct {
 	start []int64 // first row of each row group; start[len] = rows
 
 	mu     sync.Mutex
-	staged []stagedRange // guarded by mu; page bytes read ahead of decoding
+	staged []stagedRange  // guarded by mu; page bytes read ahead of decoding
+	ahead  map[string]int // guarded by mu; column chunk -> last page offered to read-ahead
 }
 
 // stagedRange is one page's bytes, read with one ranged read before
@@ -283,10 +284,14 @@ func (p *PageFetcher) Value(ctx context.Context, ref FileRef, column string, row
 		pageFirst, unit = 0, strconv.Itoa(rgi)+"/all"
 	}
 	key := p.pageKey(ref, column, unit)
+	missed := false
 	blob, err := p.cache.Get(ctx, key, func(ctx context.Context) ([]byte, error) {
+		missed = true
 		return p.readPages(ctx, of, ref, cc, pageFirst, pageOff, pageLen)
 	})
-	if err == nil && pi >= 0 && p.pf != nil {
+	// Read ahead when a reader enters a page (its first row, as a sequential
+	// reader does) or had to read it: not on every row of a page.
+	if err == nil && pi >= 0 && p.pf != nil && (missed || inRG == pageFirst) {
 		p.prefetch(of, ref, column, rgi, cc, oi, pi)
 	}
 	if err != nil {
@@ -306,16 +311,31 @@ func (p *PageFetcher) pageKey(ref FileRef, column, unit string) CacheKey {
 // prefetch offers the pages after page pi of a column chunk to the cache's
 // read-ahead: the next samples of the file in shard order.
 func (p *PageFetcher) prefetch(of *openFile, ref FileRef, column string, rgi int, cc parquet.ColumnChunk, oi parquet.OffsetIndex, pi int) {
-	for j := pi + 1; j <= pi+p.readAhead && j < oi.NumPages(); j++ {
+	chunk := column + "\x00" + strconv.Itoa(rgi)
+	of.mu.Lock()
+	if of.ahead == nil {
+		of.ahead = map[string]int{}
+	}
+	from, seen := of.ahead[chunk]
+	if !seen || from < pi || from > pi+p.readAhead {
+		from = pi // a jump (random access, or back): start again from here
+	}
+	of.mu.Unlock()
+	last := from
+	for j := from + 1; j <= pi+p.readAhead && j < oi.NumPages(); j++ {
 		first, off, n := oi.FirstRowIndex(j), oi.Offset(j), oi.CompressedPageSize(j)
 		key := p.pageKey(ref, column, strconv.Itoa(rgi)+"/"+strconv.Itoa(j))
 		if !p.pf.Prefetch(key, n, func(ctx context.Context) ([]byte, error) {
 			return p.readPages(ctx, of, ref, cc, first, off, n)
 		}) {
-			return // bound reached or already cached: the rest waits
+			break // bound reached or already in memory: the rest waits
 		}
 		p.ahead.Add(1)
+		last = j
 	}
+	of.mu.Lock()
+	of.ahead[chunk] = last
+	of.mu.Unlock()
 }
 
 // readPages decodes the page starting at row first of a column chunk, whose

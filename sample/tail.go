@@ -58,7 +58,7 @@ func readTail(r io.ReaderAt, size int64) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	start := off
+	start := size - 8 - footer // without a page index: the footer alone
 	for _, rg := range f.Metadata().RowGroups {
 		for _, c := range rg.Columns {
 			if c.OffsetIndexOffset > 0 {
@@ -76,6 +76,9 @@ func readTail(r io.ReaderAt, size int64) ([]byte, error) {
 		}
 		buf, off = append(more, buf...), start
 	}
+	// Keep only the page index and the footer (the guess may have read
+	// data pages too).
+	buf, off = buf[start-off:], start
 	out := make([]byte, 8+len(buf))
 	binary.LittleEndian.PutUint64(out, uint64(off))
 	copy(out[8:], buf)
