@@ -30,6 +30,7 @@ type PageFetcher struct {
 	max       int
 	readAhead int
 	pf        Prefetcher // nil: no read-ahead
+	coalesce  bool
 
 	mu    sync.Mutex
 	files map[string]*list.Element // guarded by mu; key -> *openFile
@@ -53,6 +54,10 @@ type PageFetcherOptions struct {
 	// cache's read-ahead, if it implements Prefetcher (0: none). The cache
 	// bounds the bytes and concurrent reads of read-ahead.
 	ReadAhead int
+	// Coalesce reads the pages of one read-ahead with one
+	// storage.ReadRanges: set it when the store serves several ranges with
+	// fewer requests (a storage.RangeReader such as S3's).
+	Coalesce bool
 }
 
 // Prefetcher is a BlobCache that fetches in the background (read-ahead). It
@@ -69,7 +74,7 @@ func NewPageFetcher(st storage.Storage, opts PageFetcherOptions) *PageFetcher {
 	if opts.MaxOpenFiles <= 0 {
 		opts.MaxOpenFiles = 64
 	}
-	p := &PageFetcher{st: st, cache: opts.Cache, max: opts.MaxOpenFiles, readAhead: opts.ReadAhead, files: map[string]*list.Element{}, ll: list.New()}
+	p := &PageFetcher{st: st, cache: opts.Cache, max: opts.MaxOpenFiles, readAhead: opts.ReadAhead, coalesce: opts.Coalesce, files: map[string]*list.Element{}, ll: list.New()}
 	if pf, ok := opts.Cache.(Prefetcher); ok && opts.ReadAhead > 0 {
 		p.pf = pf
 	}
@@ -284,14 +289,14 @@ func (p *PageFetcher) Value(ctx context.Context, ref FileRef, column string, row
 		pageFirst, unit = 0, strconv.Itoa(rgi)+"/all"
 	}
 	key := p.pageKey(ref, column, unit)
-	missed := false
+	var missed atomic.Bool
 	blob, err := p.cache.Get(ctx, key, func(ctx context.Context) ([]byte, error) {
-		missed = true
-		return p.readPages(ctx, of, ref, cc, pageFirst, pageOff, pageLen)
+		missed.Store(true)
+		return p.readPages(ctx, of, ref, cc, pageFirst, pageOff, pageLen, nil)
 	})
 	// Read ahead when a reader enters a page (its first row, as a sequential
 	// reader does) or had to read it: not on every row of a page.
-	if err == nil && pi >= 0 && p.pf != nil && (missed || inRG == pageFirst) {
+	if err == nil && pi >= 0 && p.pf != nil && (missed.Load() || inRG == pageFirst) {
 		p.prefetch(of, ref, column, rgi, cc, oi, pi)
 	}
 	if err != nil {
@@ -321,15 +326,26 @@ func (p *PageFetcher) prefetch(of *openFile, ref FileRef, column string, rgi int
 		from = pi // a jump (random access, or back): start again from here
 	}
 	of.mu.Unlock()
+	if from > pi+p.readAhead/2 && from < oi.NumPages()-1 {
+		// More than half the window is still ahead: refill later, by half
+		// a window at a time, so that the pages of one refill are
+		// neighbours read together (Coalesce).
+		return
+	}
 	last := from
+	batch := &pageBatch{p: p, key: ref.Key, ranges: map[int]storage.Range{}, accepted: map[int]bool{}, done: make(chan struct{})}
+	for j := from + 1; j <= pi+p.readAhead && j < oi.NumPages(); j++ {
+		batch.ranges[j] = storage.Range{Off: oi.Offset(j), Len: oi.CompressedPageSize(j)}
+	}
 	for j := from + 1; j <= pi+p.readAhead && j < oi.NumPages(); j++ {
 		first, off, n := oi.FirstRowIndex(j), oi.Offset(j), oi.CompressedPageSize(j)
 		key := p.pageKey(ref, column, strconv.Itoa(rgi)+"/"+strconv.Itoa(j))
 		if !p.pf.Prefetch(key, n, func(ctx context.Context) ([]byte, error) {
-			return p.readPages(ctx, of, ref, cc, first, off, n)
+			return p.readPages(ctx, of, ref, cc, first, off, n, func() ([]byte, error) { return batch.get(ctx, j) })
 		}) {
 			break // bound reached or already in memory: the rest waits
 		}
+		batch.accept(j)
 		p.ahead.Add(1)
 		last = j
 	}
@@ -338,13 +354,84 @@ func (p *PageFetcher) prefetch(of *openFile, ref FileRef, column string, rgi int
 	of.mu.Unlock()
 }
 
+// pageBatch coalesces the reads of the pages one read-ahead offers: the
+// first of their fetches to run reads every page accepted so far with one
+// storage.ReadRanges (one request on stores that coalesce, such as S3);
+// a page accepted after that is read on its own.
+type pageBatch struct {
+	p      *PageFetcher
+	key    string
+	ranges map[int]storage.Range // every page offered
+
+	mu       sync.Mutex
+	accepted map[int]bool // guarded by mu; pages the cache took
+	started  bool         // guarded by mu
+	bufs     map[int][]byte
+	err      error
+	done     chan struct{} // closed when bufs and err are set
+}
+
+func (b *pageBatch) accept(j int) {
+	b.mu.Lock()
+	b.accepted[j] = true
+	b.mu.Unlock()
+}
+
+// get returns page j's bytes.
+func (b *pageBatch) get(ctx context.Context, j int) ([]byte, error) {
+	b.mu.Lock()
+	if !b.started {
+		b.started = true
+		pages := []int{j}
+		for k := range b.accepted {
+			if k != j && b.p.coalesce {
+				pages = append(pages, k)
+			}
+		}
+		b.mu.Unlock()
+		sort.Ints(pages)
+		rs := make([]storage.Range, len(pages))
+		var n int64
+		for i, k := range pages {
+			rs[i] = b.ranges[k]
+			n += rs[i].Len
+		}
+		bufs, err := storage.ReadRanges(ctx, b.p.st, b.key, rs)
+		b.p.reads.Add(1)
+		b.bufs = map[int][]byte{}
+		if err == nil {
+			b.p.bytesRead.Add(n)
+			for i, k := range pages {
+				b.bufs[k] = bufs[i]
+			}
+		}
+		b.err = err
+		close(b.done)
+	} else {
+		b.mu.Unlock()
+	}
+	<-b.done
+	if buf, ok := b.bufs[j]; ok {
+		return buf, nil
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	r := b.ranges[j]
+	return readExact(countingReader{b.p, b.key}, r.Off, r.Len)
+}
+
 // readPages decodes the page starting at row first of a column chunk, whose
 // bytes are [pageOff, pageOff+pageLen) of the file — read with one ranged
 // read — or, without an offset index (pageLen 0), every page of the chunk.
-func (p *PageFetcher) readPages(ctx context.Context, of *openFile, ref FileRef, cc parquet.ColumnChunk, first, pageOff, pageLen int64) ([]byte, error) {
+// raw, if not nil, supplies the page's bytes instead.
+func (p *PageFetcher) readPages(ctx context.Context, of *openFile, ref FileRef, cc parquet.ColumnChunk, first, pageOff, pageLen int64, raw func() ([]byte, error)) ([]byte, error) {
 	onePage := pageLen > 0
 	if onePage {
-		b, err := readExact(countingReader{p, ref.Key}, pageOff, pageLen)
+		if raw == nil {
+			raw = func() ([]byte, error) { return readExact(countingReader{p, ref.Key}, pageOff, pageLen) }
+		}
+		b, err := raw()
 		if err != nil {
 			return nil, err
 		}

@@ -237,3 +237,58 @@ func TestPageFetcherReadAhead(t *testing.T) {
 		})
 	}
 }
+
+// rangeStore serves ReadRanges as one request (as S3's store coalesces
+// neighbouring ranges), counting requests and the ranges they carried.
+type rangeStore struct {
+	*countedStore
+	rangeCalls, rangesRead, widest atomic.Int64
+}
+
+func (r *rangeStore) ReadRanges(ctx context.Context, key string, rs []storage.Range) ([][]byte, error) {
+	r.rangeCalls.Add(1)
+	r.rangesRead.Add(int64(len(rs)))
+	if n := int64(len(rs)); n > r.widest.Load() {
+		r.widest.Store(n)
+	}
+	out := make([][]byte, len(rs))
+	for i, g := range rs {
+		b := make([]byte, g.Len)
+		if _, err := r.countedStore.Storage.ReadAt(ctx, key, b, g.Off); err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}
+
+// TestPageFetcherCoalescesReadAhead: with a store that reads several ranges
+// in one request, the pages of one read-ahead are fetched together: fewer
+// requests than pages, each page still read once and served right.
+func TestPageFetcherCoalescesReadAhead(t *testing.T) {
+	st, ref, rows, oi := writePixels(t, 3000)
+	rs := &rangeStore{countedStore: &countedStore{Storage: st, delay: time.Millisecond}}
+	pc, err := cache.New(cache.Options{MemBytes: 64 << 20, PrefetchWorkers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	p := NewPageFetcher(rs, PageFetcherOptions{Cache: prefetchCache{pc}, ReadAhead: 4, Coalesce: true})
+	ctx := context.Background()
+	for i := range rows {
+		got, err := p.Value(ctx, ref, "data", int64(i))
+		if err != nil || !bytes.Equal(got, rows[i].Data) {
+			t.Fatalf("row %d: %v", i, err)
+		}
+	}
+	requests := rs.reads.Load() + rs.rangeCalls.Load()
+	pages := int64(oi.NumPages())
+	if rs.widest.Load() < 2 || rs.rangesRead.Load() <= rs.rangeCalls.Load() || requests >= pages {
+		t.Errorf("%d requests (%d single reads, %d range reads of %d ranges, widest %d) for %d pages: want range reads of several pages and fewer requests than pages",
+			requests, rs.reads.Load(), rs.rangeCalls.Load(), rs.rangesRead.Load(), rs.widest.Load(), pages)
+	}
+	if s := p.Stats(); s.PagesDecoded != pages {
+		t.Errorf("%d pages decoded, want %d", s.PagesDecoded, pages)
+	}
+	t.Logf("%d pages: %d single reads, %d range reads of %d ranges (widest %d)", pages, rs.reads.Load(), rs.rangeCalls.Load(), rs.rangesRead.Load(), rs.widest.Load())
+}

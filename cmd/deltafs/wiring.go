@@ -175,7 +175,8 @@ func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFla
 	if cacheOpts.PrefetchWorkers < 0 {
 		ra = 0
 	}
-	s.fetcher = sample.NewPageFetcher(s.counted, sample.PageFetcherOptions{Cache: blobs, ReadAhead: ra})
+	_, coalesce := st.(storage.RangeReader)
+	s.fetcher = sample.NewPageFetcher(s.counted, sample.PageFetcherOptions{Cache: blobs, ReadAhead: ra, Coalesce: coalesce})
 	s.samples, err = sample.New(sample.Options{Table: s.table, Rows: rows, Fetcher: s.fetcher, Spec: spec, Cache: blobs})
 	if err != nil {
 		s.pages.Close()
@@ -238,4 +239,16 @@ func (c *countingStorage) ReadAt(ctx context.Context, key string, p []byte, off 
 	n, err := c.Storage.ReadAt(ctx, key, p, off)
 	c.count(key, int64(n))
 	return n, err
+}
+
+// ReadRanges forwards to the store's range reader (one coalescing request
+// on S3), else reads each range; storage.ReadRanges finds it.
+func (c *countingStorage) ReadRanges(ctx context.Context, key string, ranges []storage.Range) ([][]byte, error) {
+	out, err := storage.ReadRanges(ctx, c.Storage, key, ranges)
+	var n int64
+	for _, b := range out {
+		n += int64(len(b))
+	}
+	c.count(key, n)
+	return out, err
 }
