@@ -348,15 +348,19 @@ func (l *atLink) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Attr
 	return 0
 }
 
-// statsFile is MOUNT/.deltafs/stats: counters as JSON, rendered at each
-// stat (attribute timeout 0 and a fresh mtime, so the kernel drops its
-// cached pages).
+// statsFile is MOUNT/.deltafs/stats: counters as JSON, rendered afresh by
+// every read from offset 0. Open sends no request and the kernel may skip
+// a GETATTR it made moments ago, so the kernel's idea of the size can be
+// old: the file reports a size with room to spare (twice the rendering,
+// in 4 KiB units) and pads the JSON to it with spaces (valid JSON), and
+// its cached pages are dropped after each read.
 type statsFile struct {
 	gofs.Inode
 	root *Root
 
 	mu   sync.Mutex
-	data []byte // guarded by mu; the rendering the last Getattr reported
+	data []byte // guarded by mu; the rendering being read
+	size int64  // guarded by mu; the size last reported
 }
 
 var _ = (gofs.NodeGetattrer)((*statsFile)(nil))
@@ -381,10 +385,12 @@ func (f *statsFile) render() []byte {
 func (f *statsFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	data := f.render()
 	f.mu.Lock()
-	f.data = data
+	if int64(len(data)) > f.size || f.size > 4*int64(len(data))+8192 {
+		f.size = (2*int64(len(data))/4096 + 1) * 4096
+	}
+	f.data, out.Size = data, uint64(f.size)
 	f.mu.Unlock()
 	out.Mode = syscall.S_IFREG | 0o444
-	out.Size = uint64(len(data))
 	setTime(&out.Attr, time.Now())
 	out.SetTimeout(0)
 	return 0
@@ -400,23 +406,41 @@ func (f *statsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, ui
 
 // Read implements gofs.NodeReader.
 func (f *statsFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	f.mu.Lock()
-	data := f.data
-	f.mu.Unlock()
-	if data == nil {
-		data = f.render()
+	var fresh []byte
+	if off == 0 {
+		fresh = f.render()
 	}
-	if off+int64(len(dest)) >= int64(len(data)) {
-		// The kernel keeps what it read in its page cache (open sends no
-		// request, so nothing else tells it the file changed): drop it once
-		// this read is served, so that the next read renders again. Not from
-		// inside the handler: the kernel holds the pages being filled.
+	f.mu.Lock()
+	if f.size == 0 {
+		f.size = (2*int64(len(fresh))/4096 + 1) * 4096
+	}
+	if fresh != nil && int64(len(fresh)) <= f.size {
+		f.data = fresh
+	}
+	data, size := f.data, f.size
+	f.mu.Unlock()
+	if off+int64(len(dest)) >= size {
+		// Drop what the kernel cached of this read once it is served (not
+		// from inside the handler: the kernel holds the pages being
+		// filled), so that the next read renders again.
 		go f.NotifyContent(0, 0)
 	}
-	if off >= int64(len(data)) {
+	if off >= size {
 		return fuse.ReadResultData(nil), 0
 	}
-	return fuse.ReadResultData(data[off:min(int64(len(data)), off+int64(len(dest)))]), 0
+	end := min(size, off+int64(len(dest)))
+	out := dest[:end-off]
+	n := 0
+	if off < int64(len(data)) {
+		n = copy(out, data[off:])
+	}
+	for i := n; i < len(out); i++ {
+		out[i] = ' '
+	}
+	if end == size && len(out) > 0 && size > int64(len(data)) {
+		out[len(out)-1] = '\n'
+	}
+	return fuse.ReadResultData(out), 0
 }
 
 // DefaultStats are the sample layer's counters and the version listing's

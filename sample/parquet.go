@@ -289,14 +289,14 @@ func (p *PageFetcher) Value(ctx context.Context, ref FileRef, column string, row
 		pageFirst, unit = 0, strconv.Itoa(rgi)+"/all"
 	}
 	key := p.pageKey(ref, column, unit)
-	var missed atomic.Bool
 	blob, err := p.cache.Get(ctx, key, func(ctx context.Context) ([]byte, error) {
-		missed.Store(true)
 		return p.readPages(ctx, of, ref, cc, pageFirst, pageOff, pageLen, nil)
 	})
-	// Read ahead when a reader enters a page (its first row, as a sequential
-	// reader does) or had to read it: not on every row of a page.
-	if err == nil && pi >= 0 && p.pf != nil && (missed.Load() || inRG == pageFirst) {
+	// Read ahead when a reader enters a page at its first row, as a reader
+	// in shard order does: not on every row, and not for a random sample
+	// in the middle of a page (it would cost a random reader pages it
+	// never reads).
+	if err == nil && pi >= 0 && p.pf != nil && inRG == pageFirst {
 		p.prefetch(of, ref, column, rgi, cc, oi, pi)
 	}
 	if err != nil {

@@ -292,3 +292,32 @@ func TestPageFetcherCoalescesReadAhead(t *testing.T) {
 	}
 	t.Logf("%d pages: %d single reads, %d range reads of %d ranges (widest %d)", pages, rs.reads.Load(), rs.rangeCalls.Load(), rs.rangesRead.Load(), rs.widest.Load())
 }
+
+// TestPageFetcherRandomSampleNoReadAhead: a sample in the middle of a page
+// (random access) reads its page only; entering the next page at its first
+// row (shard order) starts the read-ahead.
+func TestPageFetcherRandomSampleNoReadAhead(t *testing.T) {
+	st, ref, rows, oi := writePixels(t, 3000)
+	cs := &countedStore{Storage: st}
+	pc, err := cache.New(cache.Options{MemBytes: 64 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	p := NewPageFetcher(cs, PageFetcherOptions{Cache: prefetchCache{pc}, ReadAhead: 4})
+	ctx := context.Background()
+	row := oi.FirstRowIndex(5) + 3
+	if got, err := p.Value(ctx, ref, "data", row); err != nil || !bytes.Equal(got, rows[row].Data) {
+		t.Fatalf("row %d: %v", row, err)
+	}
+	if s := p.Stats(); s.ReadAhead != 0 || cs.reads.Load() != 2 {
+		t.Errorf("random sample: %d pages read ahead, %d storage reads; want 0 and 2", s.ReadAhead, cs.reads.Load())
+	}
+	row = oi.FirstRowIndex(6)
+	if _, err := p.Value(ctx, ref, "data", row); err != nil {
+		t.Fatal(err)
+	}
+	if s := p.Stats(); s.ReadAhead == 0 {
+		t.Error("entering a page at its first row read nothing ahead")
+	}
+}
