@@ -32,8 +32,9 @@ type statsJSON struct {
 		Samples        int64 `json:"samples"`
 	} `json:"index"`
 	Reads struct {
-		Samples int64 `json:"samples"`
-		Errors  int64 `json:"errors"`
+		Samples int64         `json:"samples"`
+		Errors  int64         `json:"errors"`
+		Latency cache.Latency `json:"latency"` // of FUSE sample reads
 	} `json:"reads"`
 	Cache cache.Stats `json:"cache"`
 }
@@ -49,9 +50,15 @@ func readStats(t *testing.T, mnt string) statsJSON {
 		t.Fatalf(".deltafs/stats is not the expected JSON: %v\n%s", err, b)
 	}
 	// Every tier's counters and latency summaries are there.
-	var raw struct{ Cache map[string]json.RawMessage }
+	var raw struct {
+		Cache map[string]json.RawMessage
+		Reads map[string]json.RawMessage
+	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		t.Fatal(err)
+	}
+	if _, ok := raw.Reads["latency"]; !ok {
+		t.Error(".deltafs/stats: reads has no latency")
 	}
 	for _, k := range []string{"MemHits", "MemMisses", "DiskHits", "DiskMisses", "MemEvictions", "DiskEvictions", "MemLatency", "DiskLatency", "FetchLatency"} {
 		if _, ok := raw.Cache[k]; !ok {
