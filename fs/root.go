@@ -119,7 +119,7 @@ func (r *Root) OnAdd(ctx context.Context) {
 	r.latestNode = r.NewPersistentInode(ctx, &latestLink{root: r}, gofs.StableAttr{Mode: syscall.S_IFLNK, Ino: ino(kindLatest, 0, 0)})
 	r.AddChild("latest", r.latestNode, false)
 	r.AddChild("at", r.NewPersistentInode(ctx, &atDir{root: r}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino(kindAtDir, 0, 0)}), false)
-	meta := r.NewPersistentInode(ctx, &gofs.Inode{}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino(kindMetaDir, 0, 0)})
+	meta := r.NewPersistentInode(ctx, &metaDir{}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino(kindMetaDir, 0, 0)})
 	r.AddChild(".deltafs", meta, false)
 	meta.AddChild("stats", meta.NewPersistentInode(ctx, &statsFile{root: r}, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino(kindStats, 0, 0)}), false)
 }
@@ -348,12 +348,40 @@ func (l *atLink) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Attr
 	return 0
 }
 
+// metaDir is MOUNT/.deltafs. Its Lookup gives the stats file an attribute
+// timeout of a nanosecond (go-fuse would put the mount's default on a zero
+// one): the kernel then asks for attributes at every stat, sees the new
+// mtime and drops its cached pages, so that each read renders the counters
+// anew. (Within one kernel tick the kernel may still skip the request.)
+type metaDir struct{ gofs.Inode }
+
+var _ = (gofs.NodeLookuper)((*metaDir)(nil))
+
+// Lookup implements gofs.NodeLookuper.
+func (d *metaDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	child := d.GetChild(name)
+	if child == nil {
+		return nil, syscall.ENOENT
+	}
+	if ga, ok := child.Operations().(gofs.NodeGetattrer); ok {
+		var a fuse.AttrOut
+		if errno := ga.Getattr(ctx, nil, &a); errno != 0 {
+			return nil, errno
+		}
+		out.Attr = a.Attr
+		out.SetAttrTimeout(a.Timeout())
+	}
+	return child, 0
+}
+
 // statsFile is MOUNT/.deltafs/stats: counters as JSON, rendered afresh by
-// every read from offset 0. Open sends no request and the kernel may skip
-// a GETATTR it made moments ago, so the kernel's idea of the size can be
-// old: the file reports a size with room to spare (twice the rendering,
-// in 4 KiB units) and pads the JSON to it with spaces (valid JSON), and
-// its cached pages are dropped after each read.
+// every read from offset 0 and by every GETATTR. Its attribute timeout is
+// a nanosecond (see metaDir), so a stat a kernel tick (1-10 ms) after the
+// last sees a new mtime and the kernel drops its cached pages; a read
+// within the same tick may be served the previous counters from the page
+// cache. Because the kernel may read with a size it learnt earlier, the
+// file reports a size with room to spare (twice the rendering, in 4 KiB
+// units) and pads the JSON to it with spaces (still valid JSON).
 type statsFile struct {
 	gofs.Inode
 	root *Root
@@ -392,7 +420,7 @@ func (f *statsFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.A
 	f.mu.Unlock()
 	out.Mode = syscall.S_IFREG | 0o444
 	setTime(&out.Attr, time.Now())
-	out.SetTimeout(0)
+	out.SetTimeout(time.Nanosecond) // not 0: go-fuse would put its default there
 	return 0
 }
 
@@ -419,17 +447,16 @@ func (f *statsFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, o
 	}
 	data, size := f.data, f.size
 	f.mu.Unlock()
-	if off+int64(len(dest)) >= size {
-		// Drop what the kernel cached of this read once it is served (not
-		// from inside the handler: the kernel holds the pages being
-		// filled), so that the next read renders again.
-		go f.NotifyContent(0, 0)
-	}
 	if off >= size {
 		return fuse.ReadResultData(nil), 0
 	}
 	end := min(size, off+int64(len(dest)))
-	out := dest[:end-off]
+	return fuse.ReadResultData(f.pad(dest[:end-off], off, data, size)), 0
+}
+
+// pad fills out, the bytes [off, off+len(out)) of a file of size bytes, from
+// data and then spaces, ending the file with a newline.
+func (f *statsFile) pad(out []byte, off int64, data []byte, size int64) []byte {
 	n := 0
 	if off < int64(len(data)) {
 		n = copy(out, data[off:])
@@ -437,10 +464,10 @@ func (f *statsFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, o
 	for i := n; i < len(out); i++ {
 		out[i] = ' '
 	}
-	if end == size && len(out) > 0 && size > int64(len(data)) {
+	if off+int64(len(out)) == size && len(out) > 0 && size > int64(len(data)) {
 		out[len(out)-1] = '\n'
 	}
-	return fuse.ReadResultData(out), 0
+	return out
 }
 
 // DefaultStats are the sample layer's counters and the version listing's
