@@ -17,13 +17,18 @@ import (
 )
 
 // PageFetcher is the Parquet Fetcher: it reads one value by reading only
-// the page that holds it. A data file is opened once (its footer and page
-// index read) and its *parquet.File kept in a bounded LRU; the column's
-// offset index locates the page of a row (FilePages.SeekToRow), and the
-// decoded page — all its values — is kept in the BlobCache, keyed by (data
-// file, size, column, row group/page), so neighbouring samples are served
-// from memory. Files without an offset index are cached a whole column
-// chunk at a time. Safe for concurrent use.
+// the page that holds it. A data file is opened from its tail — footer and
+// page index, one storage read, kept in the BlobCache as kind "tail" so
+// that a later process opens it without any read — and its *parquet.File
+// kept in a bounded LRU. The column's offset index locates the page of a
+// row; the page's exact byte range is read with one storage read and
+// decoded, and the decoded page — all its values — is kept in the
+// BlobCache, keyed by (data file, size, column, row group/page), so
+// neighbouring samples are served from memory. With ReadAhead, a reader
+// entering a page offers the next pages of the chunk to the cache's
+// read-ahead (Prefetcher), read together when Coalesce is set. Files
+// without an offset index are cached a whole column chunk at a time. Safe
+// for concurrent use.
 type PageFetcher struct {
 	st        storage.Storage
 	cache     BlobCache
