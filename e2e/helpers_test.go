@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -60,8 +62,13 @@ func run(t *testing.T, bin string, args ...string) string {
 
 // mount starts `deltafs mount TABLE MNT flags...` in the background, waits
 // for the tree to appear, and unmounts in t.Cleanup even when the test fails.
+// Without a --cache-dir flag the disk cache goes to a temporary directory,
+// never to the user's cache directory.
 func mount(t *testing.T, bin, table string, flags ...string) string {
 	t.Helper()
+	if !slices.ContainsFunc(flags, func(f string) bool { return f == "--cache-dir" || strings.HasPrefix(f, "--cache-dir=") }) {
+		flags = append(flags, "--cache-dir", t.TempDir())
+	}
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/deltafs/deltafs/cache"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -69,7 +70,12 @@ type Root struct {
 	byNum    map[int64]int          // guarded by mu; version -> index in versions
 	latest   int64                  // guarded by mu; -1 before the first listing
 	pollErr  error                  // guarded by mu; the last poll's error
+
+	readLatency cache.Histogram // FUSE reads of sample files, as served
 }
+
+// ReadLatency times FUSE reads of sample files (for metrics).
+func (r *Root) ReadLatency() *cache.Histogram { return &r.readLatency }
 
 var _ = (gofs.NodeOnAdder)((*Root)(nil))   // builds the static children
 var _ = (gofs.NodeGetattrer)((*Root)(nil)) // short timeouts: the root changes
@@ -121,7 +127,7 @@ func (r *Root) OnAdd(ctx context.Context) {
 	r.latestNode = r.NewPersistentInode(ctx, &latestLink{root: r}, gofs.StableAttr{Mode: syscall.S_IFLNK, Ino: ino(kindLatest, 0, 0)})
 	r.AddChild("latest", r.latestNode, false)
 	r.AddChild("at", r.NewPersistentInode(ctx, &atDir{root: r}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino(kindAtDir, 0, 0)}), false)
-	meta := r.NewPersistentInode(ctx, &gofs.Inode{}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino(kindMetaDir, 0, 0)})
+	meta := r.NewPersistentInode(ctx, &metaDir{}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino(kindMetaDir, 0, 0)})
 	r.AddChild(".deltafs", meta, false)
 	meta.AddChild("stats", meta.NewPersistentInode(ctx, &statsFile{root: r}, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino(kindStats, 0, 0)}), false)
 }
@@ -350,15 +356,47 @@ func (l *atLink) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Attr
 	return 0
 }
 
-// statsFile is MOUNT/.deltafs/stats: counters as JSON, rendered at each
-// stat (attribute timeout 0 and a fresh mtime, so the kernel drops its
-// cached pages).
+// metaDir is MOUNT/.deltafs. Its Lookup gives the stats file an attribute
+// timeout of a nanosecond (go-fuse would put the mount's default on a zero
+// one): the kernel then asks for attributes at every stat, sees the new
+// mtime and drops its cached pages, so that each read renders the counters
+// anew. (Within one kernel tick the kernel may still skip the request.)
+type metaDir struct{ gofs.Inode }
+
+var _ = (gofs.NodeLookuper)((*metaDir)(nil))
+
+// Lookup implements gofs.NodeLookuper.
+func (d *metaDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	child := d.GetChild(name)
+	if child == nil {
+		return nil, syscall.ENOENT
+	}
+	if ga, ok := child.Operations().(gofs.NodeGetattrer); ok {
+		var a fuse.AttrOut
+		if errno := ga.Getattr(ctx, nil, &a); errno != 0 {
+			return nil, errno
+		}
+		out.Attr = a.Attr
+		out.SetAttrTimeout(a.Timeout())
+	}
+	return child, 0
+}
+
+// statsFile is MOUNT/.deltafs/stats: counters as JSON, rendered afresh by
+// every read from offset 0 and by every GETATTR. Its attribute timeout is
+// a nanosecond (see metaDir), so a stat a kernel tick (1-10 ms) after the
+// last sees a new mtime and the kernel drops its cached pages; a read
+// within the same tick may be served the previous counters from the page
+// cache. Because the kernel may read with a size it learnt earlier, the
+// file reports a size with room to spare (twice the rendering, in 4 KiB
+// units) and pads the JSON to it with spaces (still valid JSON).
 type statsFile struct {
 	gofs.Inode
 	root *Root
 
 	mu   sync.Mutex
-	data []byte // guarded by mu; the rendering the last Getattr reported
+	data []byte // guarded by mu; the rendering being read
+	size int64  // guarded by mu; the size last reported
 }
 
 var _ = (gofs.NodeGetattrer)((*statsFile)(nil))
@@ -383,12 +421,14 @@ func (f *statsFile) render() []byte {
 func (f *statsFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	data := f.render()
 	f.mu.Lock()
-	f.data = data
+	if int64(len(data)) > f.size || f.size > 4*int64(len(data))+8192 {
+		f.size = (2*int64(len(data))/4096 + 1) * 4096
+	}
+	f.data, out.Size = data, uint64(f.size)
 	f.mu.Unlock()
 	out.Mode = syscall.S_IFREG | 0o444
-	out.Size = uint64(len(data))
 	setTime(&out.Attr, time.Now())
-	out.SetTimeout(0)
+	out.SetTimeout(time.Nanosecond) // not 0: go-fuse would put its default there
 	return 0
 }
 
@@ -402,16 +442,40 @@ func (f *statsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, ui
 
 // Read implements gofs.NodeReader.
 func (f *statsFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	f.mu.Lock()
-	data := f.data
-	f.mu.Unlock()
-	if data == nil {
-		data = f.render()
+	var fresh []byte
+	if off == 0 {
+		fresh = f.render()
 	}
-	if off >= int64(len(data)) {
+	f.mu.Lock()
+	if f.size == 0 {
+		f.size = (2*int64(len(fresh))/4096 + 1) * 4096
+	}
+	if fresh != nil && int64(len(fresh)) <= f.size {
+		f.data = fresh
+	}
+	data, size := f.data, f.size
+	f.mu.Unlock()
+	if off >= size {
 		return fuse.ReadResultData(nil), 0
 	}
-	return fuse.ReadResultData(data[off:min(int64(len(data)), off+int64(len(dest)))]), 0
+	end := min(size, off+int64(len(dest)))
+	return fuse.ReadResultData(f.pad(dest[:end-off], off, data, size)), 0
+}
+
+// pad fills out, the bytes [off, off+len(out)) of a file of size bytes, from
+// data and then spaces, ending the file with a newline.
+func (f *statsFile) pad(out []byte, off int64, data []byte, size int64) []byte {
+	n := 0
+	if off < int64(len(data)) {
+		n = copy(out, data[off:])
+	}
+	for i := n; i < len(out); i++ {
+		out[i] = ' '
+	}
+	if off+int64(len(out)) == size && len(out) > 0 && size > int64(len(data)) {
+		out[len(out)-1] = '\n'
+	}
+	return out
 }
 
 // DefaultStats are the sample layer's counters and the version listing's
@@ -425,11 +489,12 @@ func (r *Root) DefaultStats() map[string]any {
 		"versions": map[string]any{"count": n, "latest": latest},
 		"index": map[string]any{
 			"files":            c.FilesIndexed.Load(),
+			"files_from_cache": c.FilesFromCache.Load(),
 			"samples":          c.SamplesIndexed.Load(),
 			"bytes":            c.IndexBytes.Load(),
 			"bytes_per_sample": perSample(c.IndexBytes.Load(), c.SamplesIndexed.Load()),
 		},
-		"reads": map[string]any{"samples": c.Reads.Load(), "errors": c.ReadErrors.Load()},
+		"reads": map[string]any{"samples": c.Reads.Load(), "errors": c.ReadErrors.Load(), "latency": r.readLatency.Latency()},
 	}
 	if pollErr != nil {
 		out["versions"].(map[string]any)["error"] = pollErr.Error()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -235,7 +236,9 @@ func (f *sampleFile) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errn
 
 // Read implements gofs.NodeReader.
 func (f *sampleFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	start := time.Now()
 	n, err := f.sh.ReadAt(ctx, f.pos, dest, off)
+	f.vd.root.readLatency.Observe(time.Since(start))
 	if err != nil {
 		return nil, toErrno(f.vd.root.log, "read", f.sh.String()+" "+f.sh.Path(f.pos), err)
 	}

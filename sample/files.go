@@ -57,14 +57,18 @@ func (v *Version) fileSamples(ctx context.Context, r *resolved, l *layout, i int
 	want := int(l.cum[i+1] - l.cum[i])
 	key := fileKey(f, r, v.schemaID())
 	fs, err := v.s.files.get(key, func() (*fileSamples, error) {
-		fs, err := v.buildFile(ctx, r, f, l.refs[i])
+		fs, built, err := v.cachedIndex(ctx, r, f, l.refs[i])
 		if err != nil {
 			return nil, err
 		}
 		if fs.n != want {
 			return nil, fmt.Errorf("the log says %d live rows, the file has %d", want, fs.n)
 		}
-		v.s.ctr.FilesIndexed.Add(1)
+		if built {
+			v.s.ctr.FilesIndexed.Add(1)
+		} else {
+			v.s.ctr.FilesFromCache.Add(1)
+		}
 		v.s.ctr.SamplesIndexed.Add(int64(fs.n))
 		v.s.ctr.IndexBytes.Add(fs.mem)
 		return fs, nil

@@ -17,17 +17,25 @@ import (
 )
 
 // PageFetcher is the Parquet Fetcher: it reads one value by reading only
-// the page that holds it. A data file is opened once (its footer and page
-// index read) and its *parquet.File kept in a bounded LRU; the column's
-// offset index locates the page of a row (FilePages.SeekToRow), and the
-// decoded page — all its values — is kept in the BlobCache, keyed by (data
-// file, size, column, row group/page), so neighbouring samples are served
-// from memory. Files without an offset index are cached a whole column
-// chunk at a time. Safe for concurrent use.
+// the page that holds it. A data file is opened from its tail — footer and
+// page index, one storage read, kept in the BlobCache as kind "tail" so
+// that a later process opens it without any read — and its *parquet.File
+// kept in a bounded LRU. The column's offset index locates the page of a
+// row; the page's exact byte range is read with one storage read and
+// decoded, and the decoded page — all its values — is kept in the
+// BlobCache, keyed by (data file, size, column, row group/page), so
+// neighbouring samples are served from memory. With ReadAhead, a reader
+// entering a page offers the next pages of the chunk to the cache's
+// read-ahead (Prefetcher), read together when Coalesce is set. Files
+// without an offset index are cached a whole column chunk at a time. Safe
+// for concurrent use.
 type PageFetcher struct {
-	st    storage.Storage
-	cache BlobCache
-	max   int
+	st        storage.Storage
+	cache     BlobCache
+	max       int
+	readAhead int
+	pf        Prefetcher // nil: no read-ahead
+	coalesce  bool
 
 	mu    sync.Mutex
 	files map[string]*list.Element // guarded by mu; key -> *openFile
@@ -37,6 +45,7 @@ type PageFetcher struct {
 	reads     atomic.Int64
 	opens     atomic.Int64
 	pages     atomic.Int64
+	ahead     atomic.Int64
 }
 
 // PageFetcherOptions configure a PageFetcher.
@@ -45,6 +54,21 @@ type PageFetcherOptions struct {
 	Cache BlobCache
 	// MaxOpenFiles bounds the open *parquet.File handles (0: 64).
 	MaxOpenFiles int
+	// ReadAhead: when a page is read, this many following pages of the same
+	// column chunk (the next samples in shard order) are offered to the
+	// cache's read-ahead, if it implements Prefetcher (0: none). The cache
+	// bounds the bytes and concurrent reads of read-ahead.
+	ReadAhead int
+	// Coalesce reads the pages of one read-ahead with one
+	// storage.ReadRanges: set it when the store serves several ranges with
+	// fewer requests (a storage.RangeReader such as S3's).
+	Coalesce bool
+}
+
+// Prefetcher is a BlobCache that fetches in the background (read-ahead). It
+// declines (false) when its bounds are reached or the key is cached.
+type Prefetcher interface {
+	Prefetch(key CacheKey, size int64, fetch func(ctx context.Context) ([]byte, error)) bool
 }
 
 // NewPageFetcher reads data files from st.
@@ -55,7 +79,11 @@ func NewPageFetcher(st storage.Storage, opts PageFetcherOptions) *PageFetcher {
 	if opts.MaxOpenFiles <= 0 {
 		opts.MaxOpenFiles = 64
 	}
-	return &PageFetcher{st: st, cache: opts.Cache, max: opts.MaxOpenFiles, files: map[string]*list.Element{}, ll: list.New()}
+	p := &PageFetcher{st: st, cache: opts.Cache, max: opts.MaxOpenFiles, readAhead: opts.ReadAhead, coalesce: opts.Coalesce, files: map[string]*list.Element{}, ll: list.New()}
+	if pf, ok := opts.Cache.(Prefetcher); ok && opts.ReadAhead > 0 {
+		p.pf = pf
+	}
+	return p
 }
 
 // FetchStats are the fetcher's counters.
@@ -64,11 +92,12 @@ type FetchStats struct {
 	Reads        int64 `json:"data_reads"`      // ranged reads of data files
 	FilesOpened  int64 `json:"files_opened"`    // footers read
 	PagesDecoded int64 `json:"pages_decoded"`   // pages read and decoded (cache misses)
+	ReadAhead    int64 `json:"read_ahead"`      // pages handed to the cache's read-ahead
 }
 
 // Stats returns the counters.
 func (p *PageFetcher) Stats() FetchStats {
-	return FetchStats{BytesRead: p.bytesRead.Load(), Reads: p.reads.Load(), FilesOpened: p.opens.Load(), PagesDecoded: p.pages.Load()}
+	return FetchStats{BytesRead: p.bytesRead.Load(), Reads: p.reads.Load(), FilesOpened: p.opens.Load(), PagesDecoded: p.pages.Load(), ReadAhead: p.ahead.Load()}
 }
 
 type openFile struct {
@@ -77,6 +106,57 @@ type openFile struct {
 	f     *parquet.File
 	err   error
 	start []int64 // first row of each row group; start[len] = rows
+
+	mu     sync.Mutex
+	staged []stagedRange  // guarded by mu; page bytes read ahead of decoding
+	ahead  map[string]int // guarded by mu; column chunk -> last page offered to read-ahead
+}
+
+// stagedRange is one page's bytes, read with one ranged read before
+// parquet-go decodes it, so that its header and body reads are served from
+// memory.
+type stagedRange struct {
+	off int64
+	b   []byte
+}
+
+// stage makes reads inside [off, off+len(b)) come from b until unstage.
+func (of *openFile) stage(off int64, b []byte) {
+	of.mu.Lock()
+	of.staged = append(of.staged, stagedRange{off, b})
+	of.mu.Unlock()
+}
+
+func (of *openFile) unstage(off int64) {
+	of.mu.Lock()
+	for i, r := range of.staged {
+		if r.off == off {
+			of.staged = append(of.staged[:i], of.staged[i+1:]...)
+			break
+		}
+	}
+	of.mu.Unlock()
+}
+
+// stagedReader serves reads starting inside a staged range from memory (a
+// short read at the range's end: the page is complete there) and the rest
+// from storage.
+type stagedReader struct {
+	of   *openFile
+	rest io.ReaderAt
+}
+
+func (s stagedReader) ReadAt(p []byte, off int64) (int, error) {
+	s.of.mu.Lock()
+	for _, r := range s.of.staged {
+		if off >= r.off && off < r.off+int64(len(r.b)) {
+			n := copy(p, r.b[off-r.off:])
+			s.of.mu.Unlock()
+			return n, nil
+		}
+	}
+	s.of.mu.Unlock()
+	return s.rest.ReadAt(p, off)
 }
 
 // countingReader counts the bytes and calls that reach storage.
@@ -126,8 +206,7 @@ func (p *PageFetcher) open(ctx context.Context, ref FileRef) (*openFile, error) 
 		of.err = err
 	}
 	if of.err == nil {
-		p.opens.Add(1)
-		of.f, of.err = parquet.OpenFile(countingReader{p, ref.Key}, size, parquet.SkipBloomFilters(true))
+		of.f, of.err = p.openParquet(ctx, ref, size, of)
 	}
 	if of.err == nil {
 		rgs := of.f.RowGroups()
@@ -146,6 +225,28 @@ func (p *PageFetcher) open(ctx context.Context, ref FileRef) (*openFile, error) 
 	}
 	close(of.ready)
 	return of, of.err
+}
+
+// openParquet opens a data file from its tail (footer and page index),
+// cached as kind "tail": a cached tail opens the file without any storage
+// read; otherwise the tail costs one read (see readTail).
+func (p *PageFetcher) openParquet(ctx context.Context, ref FileRef, size int64, of *openFile) (*parquet.File, error) {
+	sized := ref
+	sized.Size = size
+	raw := countingReader{p, ref.Key}
+	blob, err := p.cache.Get(ctx, tailKey(sized), func(context.Context) ([]byte, error) {
+		p.opens.Add(1)
+		return readTail(raw, size)
+	})
+	if err != nil {
+		return nil, err
+	}
+	tail, off, err := parseTail(blob)
+	if err != nil {
+		return nil, err
+	}
+	r := &tailReader{tail: tail, off: off, rest: stagedReader{of: of, rest: raw}}
+	return parquet.OpenFile(r, size, parquet.SkipMagicBytes(true), parquet.SkipBloomFilters(true))
 }
 
 // NumRows implements Fetcher.
@@ -178,20 +279,31 @@ func (p *PageFetcher) Value(ctx context.Context, ref FileRef, column string, row
 
 	var unit string
 	var pageFirst int64 = -1
-	if oi, err := cc.OffsetIndex(); err == nil && oi.NumPages() > 0 {
-		pi := sort.Search(oi.NumPages(), func(i int) bool { return oi.FirstRowIndex(i) > inRG }) - 1
+	var pageOff, pageLen int64
+	oi, oerr := cc.OffsetIndex()
+	pi := -1
+	if oerr == nil && oi.NumPages() > 0 {
+		pi = sort.Search(oi.NumPages(), func(i int) bool { return oi.FirstRowIndex(i) > inRG }) - 1
 		if pi >= 0 {
 			pageFirst = oi.FirstRowIndex(pi)
+			pageOff, pageLen = oi.Offset(pi), oi.CompressedPageSize(pi)
 			unit = strconv.Itoa(rgi) + "/" + strconv.Itoa(pi)
 		}
 	}
 	if pageFirst < 0 {
 		pageFirst, unit = 0, strconv.Itoa(rgi)+"/all"
 	}
-	key := CacheKey{Kind: "page", File: ref.Path, Version: strconv.FormatInt(ref.Size, 10), Column: column, Unit: unit}
+	key := p.pageKey(ref, column, unit)
 	blob, err := p.cache.Get(ctx, key, func(ctx context.Context) ([]byte, error) {
-		return p.readPages(cc, pageFirst, unit[len(unit)-3:] != "all")
+		return p.readPages(ctx, of, ref, cc, pageFirst, pageOff, pageLen, nil)
 	})
+	// Read ahead when a reader enters a page at its first row, as a reader
+	// in shard order does: not on every row, and not for a random sample
+	// in the middle of a page (it would cost a random reader pages it
+	// never reads).
+	if err == nil && pi >= 0 && p.pf != nil && inRG == pageFirst {
+		p.prefetch(of, ref, column, rgi, cc, oi, pi)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -202,9 +314,135 @@ func (p *PageFetcher) Value(ctx context.Context, ref FileRef, column string, row
 	return blobValue(blob, i), nil
 }
 
-// readPages decodes the page starting at row first of a column chunk (one
-// page) or, without an offset index, every page of the chunk.
-func (p *PageFetcher) readPages(cc parquet.ColumnChunk, first int64, onePage bool) ([]byte, error) {
+func (p *PageFetcher) pageKey(ref FileRef, column, unit string) CacheKey {
+	return CacheKey{Kind: "page", File: ref.Path, Version: strconv.FormatInt(ref.Size, 10), Column: column, Unit: unit}
+}
+
+// prefetch offers the pages after page pi of a column chunk to the cache's
+// read-ahead: the next samples of the file in shard order.
+func (p *PageFetcher) prefetch(of *openFile, ref FileRef, column string, rgi int, cc parquet.ColumnChunk, oi parquet.OffsetIndex, pi int) {
+	chunk := column + "\x00" + strconv.Itoa(rgi)
+	of.mu.Lock()
+	if of.ahead == nil {
+		of.ahead = map[string]int{}
+	}
+	from, seen := of.ahead[chunk]
+	if !seen || from < pi || from > pi+p.readAhead {
+		from = pi // a jump (random access, or back): start again from here
+	}
+	of.mu.Unlock()
+	if from > pi+p.readAhead/2 && from < oi.NumPages()-1 {
+		// More than half the window is still ahead: refill later, by half
+		// a window at a time, so that the pages of one refill are
+		// neighbours read together (Coalesce).
+		return
+	}
+	last := from
+	batch := &pageBatch{p: p, key: ref.Key, ranges: map[int]storage.Range{}, accepted: map[int]bool{}, done: make(chan struct{})}
+	for j := from + 1; j <= pi+p.readAhead && j < oi.NumPages(); j++ {
+		batch.ranges[j] = storage.Range{Off: oi.Offset(j), Len: oi.CompressedPageSize(j)}
+	}
+	for j := from + 1; j <= pi+p.readAhead && j < oi.NumPages(); j++ {
+		first, off, n := oi.FirstRowIndex(j), oi.Offset(j), oi.CompressedPageSize(j)
+		key := p.pageKey(ref, column, strconv.Itoa(rgi)+"/"+strconv.Itoa(j))
+		if !p.pf.Prefetch(key, n, func(ctx context.Context) ([]byte, error) {
+			return p.readPages(ctx, of, ref, cc, first, off, n, func() ([]byte, error) { return batch.get(ctx, j) })
+		}) {
+			break // bound reached or already in memory: the rest waits
+		}
+		batch.accept(j)
+		p.ahead.Add(1)
+		last = j
+	}
+	of.mu.Lock()
+	of.ahead[chunk] = last
+	of.mu.Unlock()
+}
+
+// pageBatch coalesces the reads of the pages one read-ahead offers: the
+// first of their fetches to run reads every page accepted so far with one
+// storage.ReadRanges (one request on stores that coalesce, such as S3);
+// a page accepted after that is read on its own.
+type pageBatch struct {
+	p      *PageFetcher
+	key    string
+	ranges map[int]storage.Range // every page offered
+
+	mu       sync.Mutex
+	accepted map[int]bool // guarded by mu; pages the cache took
+	started  bool         // guarded by mu
+	bufs     map[int][]byte
+	err      error
+	done     chan struct{} // closed when bufs and err are set
+}
+
+func (b *pageBatch) accept(j int) {
+	b.mu.Lock()
+	b.accepted[j] = true
+	b.mu.Unlock()
+}
+
+// get returns page j's bytes.
+func (b *pageBatch) get(ctx context.Context, j int) ([]byte, error) {
+	b.mu.Lock()
+	if !b.started {
+		b.started = true
+		pages := []int{j}
+		for k := range b.accepted {
+			if k != j && b.p.coalesce {
+				pages = append(pages, k)
+			}
+		}
+		b.mu.Unlock()
+		sort.Ints(pages)
+		rs := make([]storage.Range, len(pages))
+		var n int64
+		for i, k := range pages {
+			rs[i] = b.ranges[k]
+			n += rs[i].Len
+		}
+		bufs, err := storage.ReadRanges(ctx, b.p.st, b.key, rs)
+		b.p.reads.Add(1)
+		b.bufs = map[int][]byte{}
+		if err == nil {
+			b.p.bytesRead.Add(n)
+			for i, k := range pages {
+				b.bufs[k] = bufs[i]
+			}
+		}
+		b.err = err
+		close(b.done)
+	} else {
+		b.mu.Unlock()
+	}
+	<-b.done
+	if buf, ok := b.bufs[j]; ok {
+		return buf, nil
+	}
+	if b.err != nil {
+		return nil, b.err
+	}
+	r := b.ranges[j]
+	return readExact(countingReader{b.p, b.key}, r.Off, r.Len)
+}
+
+// readPages decodes the page starting at row first of a column chunk, whose
+// bytes are [pageOff, pageOff+pageLen) of the file — read with one ranged
+// read — or, without an offset index (pageLen 0), every page of the chunk.
+// raw, if not nil, supplies the page's bytes instead.
+func (p *PageFetcher) readPages(ctx context.Context, of *openFile, ref FileRef, cc parquet.ColumnChunk, first, pageOff, pageLen int64, raw func() ([]byte, error)) ([]byte, error) {
+	onePage := pageLen > 0
+	if onePage {
+		if raw == nil {
+			raw = func() ([]byte, error) { return readExact(countingReader{p, ref.Key}, pageOff, pageLen) }
+		}
+		b, err := raw()
+		if err != nil {
+			return nil, err
+		}
+		of.stage(pageOff, b)
+		defer of.unstage(pageOff)
+	}
 	pages := cc.Pages()
 	defer pages.Close()
 	if err := pages.SeekToRow(first); err != nil {

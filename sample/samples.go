@@ -100,6 +100,7 @@ type Samples struct {
 // Counters count the sample layer's work; read them with Stats.
 type Counters struct {
 	FilesIndexed   atomic.Int64 // data files whose sample metadata was built
+	FilesFromCache atomic.Int64 // data files whose sample metadata came from the cache
 	SamplesIndexed atomic.Int64 // samples in those files
 	IndexBytes     atomic.Int64 // estimated memory of that metadata
 	Reads          atomic.Int64 // sample reads served

@@ -384,6 +384,27 @@ func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
 	return data, nil
 }
 
+// Fill reads what the sample at pos needs into the caches without encoding
+// it: the page of its data column (or the file's rendered rows for JSON
+// samples). It is how `deltafs warm` fills the disk cache ahead of a mount.
+func (sh *Shard) Fill(ctx context.Context, pos int) error {
+	sg, li := sh.seg(pos)
+	if sg.fs.err != nil {
+		return sg.fs.err
+	}
+	if sh.r.mode == modeJSON {
+		_, err := sh.Content(ctx, pos)
+		return err
+	}
+	if _, err := sh.v.s.opts.Fetcher.Value(ctx, sg.ref, sh.r.data.phys, sg.fs.rows[li]); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return &FileError{Version: sh.v.snap.Version, Path: sg.ref.Path, Err: err}
+	}
+	return nil
+}
+
 // smallImage is the encoded size up to which a sample is not kept in the
 // rendered-image cache: the kernel reads it in one request, and then keeps
 // it in its page cache.

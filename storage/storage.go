@@ -95,3 +95,32 @@ type readerAt struct {
 func (r readerAt) ReadAt(p []byte, off int64) (int, error) {
 	return r.st.ReadAt(r.ctx, r.key, p, off)
 }
+
+// Range is a byte range of an object: Len bytes at Off.
+type Range struct {
+	Off, Len int64
+}
+
+// RangeReader is implemented by stores that read several ranges of one
+// object in fewer requests than ranges, coalescing neighbours (s3store).
+// ReadRanges returns the bytes of each range, in the order given.
+type RangeReader interface {
+	ReadRanges(ctx context.Context, key string, ranges []Range) ([][]byte, error)
+}
+
+// ReadRanges reads ranges of key through st's RangeReader when it has one,
+// else one ReadAt per range.
+func ReadRanges(ctx context.Context, st Storage, key string, ranges []Range) ([][]byte, error) {
+	if rr, ok := st.(RangeReader); ok {
+		return rr.ReadRanges(ctx, key, ranges)
+	}
+	out := make([][]byte, len(ranges))
+	for i, r := range ranges {
+		b, err := ReadRange(ctx, st, key, r.Off, r.Len)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return out, nil
+}

@@ -21,6 +21,7 @@ import (
 type bench struct {
 	out         string // work directory
 	runs        int
+	quick       bool   // small workloads (-quick)
 	deltafs     string // binaries
 	floor       string
 	readloopBin string
@@ -37,12 +38,18 @@ type series struct {
 	values []float64
 }
 
-func newBench(out string, runs int) (*bench, error) {
+func newBench(out string, runs int, quick bool) (*bench, error) {
 	abs, err := filepath.Abs(out)
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{out: abs, runs: runs, series: map[string]*series{}, python: "/usr/bin/python3"}
+	if quick {
+		// Own tables and copies, so that a quick run never passes for a
+		// full one (nor reuses its tables).
+		abs = filepath.Join(abs, "quick")
+		shmRoot = shmRoot + "-quick"
+	}
+	b := &bench{out: abs, runs: runs, quick: quick, series: map[string]*series{}, python: "/usr/bin/python3"}
 	bin := filepath.Join(abs, "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return nil, err
@@ -59,7 +66,15 @@ func newBench(out string, runs int) (*bench, error) {
 	return b, nil
 }
 
-func (b *bench) close() {}
+// shmRoot holds the tmpfs copies of the samples, the baseline.
+var shmRoot = "/dev/shm/deltafs-bench"
+
+// close removes the tmpfs copies: they hold memory until removed.
+func (b *bench) close() {
+	if err := os.RemoveAll(shmRoot); err != nil {
+		log.Printf("remove %s: %v", shmRoot, err)
+	}
+}
 
 // add records one value of a series.
 func (b *bench) add(key, unit string, v float64) {

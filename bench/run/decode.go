@@ -69,3 +69,63 @@ func decodeFile(path, column string) (int64, error) {
 	}
 	return total, nil
 }
+
+// tailRead is the least a mount reads of a data file's end to open it (its
+// PageFetcher's first read: footer and page index at once).
+const tailRead = 64 << 10
+
+// sampleBound is, over the table's data files, the most a cold read of one
+// sample may cost: the file's largest page of column plus its tail read —
+// the footer and page index, or tailRead bytes if they are smaller.
+func sampleBound(table, column string) (int64, error) {
+	files, err := filepath.Glob(filepath.Join(table, "*.parquet"))
+	if err != nil || len(files) == 0 {
+		return 0, fmt.Errorf("%s: no data files (%v)", table, err)
+	}
+	var worst int64
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			return 0, err
+		}
+		st, err := f.Stat()
+		if err != nil {
+			f.Close()
+			return 0, err
+		}
+		pf, err := parquet.OpenFile(f, st.Size())
+		if err != nil {
+			f.Close()
+			return 0, fmt.Errorf("%s: %w", path, err)
+		}
+		leaf, ok := pf.Schema().Lookup(column)
+		if !ok {
+			f.Close()
+			return 0, fmt.Errorf("%s: no column %q", path, column)
+		}
+		var page int64
+		indexAt := st.Size()
+		for i, rg := range pf.RowGroups() {
+			oi, err := rg.ColumnChunks()[leaf.ColumnIndex].OffsetIndex()
+			if err != nil {
+				f.Close()
+				return 0, fmt.Errorf("%s: no offset index: %w", path, err)
+			}
+			for p := range oi.NumPages() {
+				page = max(page, oi.CompressedPageSize(p))
+			}
+			for _, c := range pf.Metadata().RowGroups[i].Columns {
+				if c.ColumnIndexOffset > 0 {
+					indexAt = min(indexAt, c.ColumnIndexOffset)
+				}
+				if c.OffsetIndexOffset > 0 {
+					indexAt = min(indexAt, c.OffsetIndexOffset)
+				}
+			}
+		}
+		f.Close()
+		tail := min(st.Size(), max(st.Size()-indexAt, tailRead))
+		worst = max(worst, page+tail)
+	}
+	return worst, nil
+}

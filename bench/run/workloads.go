@@ -9,14 +9,15 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Keys of MOUNTPOINT/.deltafs/stats read by the benchmarks.
 const (
-	statStorageBytes = "storage.bytes_read"      // all bytes read from the table's storage
-	statDataBytes    = "storage.data_bytes_read" // of which from Parquet data files
-	statDataReads    = "storage.data_reads"      // ranged reads of data files
-	statIndexBytes   = "index.bytes_per_sample"  // memory of the sample index
+	statStorageBytes = "storage.bytes_read"           // all bytes read from the table's storage
+	statDataBytes    = "storage.data_file_bytes_read" // of which from data files (all readers: pages, tails, index scans)
+	statDataReads    = "storage.data_file_reads"      // ranged reads of data files
+	statIndexBytes   = "index.bytes_per_sample"       // memory of the sample index
 )
 
 type workload struct {
@@ -105,11 +106,15 @@ func (b *bench) epochs(w string, table string, threads int, unit string, flags .
 
 func mnistWorkload(b *bench) error {
 	const w = "mnist-784B"
-	table, err := b.table("mnist-train", "testdata/mnist/mnist-train.npy.gz", "--rows-per-file", "10000")
+	src, digits := "testdata/mnist/mnist-train.npy.gz", 60000
+	if b.quick {
+		src, digits = "testdata/mnist/mnist-test.npy.gz", 10000
+	}
+	table, err := b.table("mnist", src, "--rows-per-file", "10000")
 	if err != nil {
 		return err
 	}
-	tmpfs := "/dev/shm/deltafs-bench/mnist-raw"
+	tmpfs := filepath.Join(shmRoot, "mnist-raw")
 	if err := b.copyOf(table, tmpfs); err != nil {
 		return err
 	}
@@ -124,7 +129,7 @@ func mnistWorkload(b *bench) error {
 				return err
 			}
 			b.add(fmt.Sprintf("%s/%dt/tmpfs", w, t), "files/s", files)
-			f, err := b.mountFloor(60000, 784)
+			f, err := b.mountFloor(digits, 784)
 			if err != nil {
 				return err
 			}
@@ -157,16 +162,19 @@ func mnistWorkload(b *bench) error {
 		}
 		b.add(w+"/imagefolder/local disk epoch 1", "samples/s", rates[0])
 		b.add(w+"/imagefolder/local disk epoch 2", "samples/s", rates[1])
-		if err := b.randomSample(w, table); err != nil {
+		if err := b.randomSample(w, table, "pixels"); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// randomSample reads one random sample on a fresh mount with an empty cache
-// and records what it cost in storage bytes and reads.
-func (b *bench) randomSample(w, table string) error {
+// randomSample times the build of shard 0's sample index on a fresh mount
+// with an empty cache (listing _samples.tsv), then reads one random sample
+// and records what it cost in data-file bytes and reads, beside its bound:
+// the largest data page of its file plus the file's tail read (footer and
+// page index, in one read of at least tailRead bytes).
+func (b *bench) randomSample(w, table, column string) error {
 	cache, err := os.MkdirTemp(b.out, "cache-")
 	if err != nil {
 		return err
@@ -178,10 +186,15 @@ func (b *bench) randomSample(w, table string) error {
 	}
 	defer m.unmount()
 	root := filepath.Join(m.dir, "latest", "shard", "0")
+	start := time.Now()
 	list, err := sampleList(root)
 	if err != nil {
 		return err
 	}
+	b.add(w+"/index build, shard 0", "s", time.Since(start).Seconds())
+	// .deltafs/stats is fresh a kernel tick after the last access (see
+	// package fs): pause a little around the read being measured.
+	time.Sleep(20 * time.Millisecond)
 	before, err := m.stats()
 	if err != nil {
 		return err
@@ -189,12 +202,18 @@ func (b *bench) randomSample(w, table string) error {
 	if _, err := os.ReadFile(filepath.Join(root, list[rand.IntN(len(list))])); err != nil {
 		return err
 	}
+	time.Sleep(20 * time.Millisecond)
 	after, err := m.stats()
+	if err != nil {
+		return err
+	}
+	bound, err := sampleBound(table, column)
 	if err != nil {
 		return err
 	}
 	b.add(w+"/random sample/data bytes read", "bytes", number(after, statDataBytes)-number(before, statDataBytes))
 	b.add(w+"/random sample/data reads", "reads", number(after, statDataReads)-number(before, statDataReads))
+	b.add(w+"/random sample/bound: page + tail", "bytes", float64(bound))
 	return nil
 }
 
@@ -216,7 +235,11 @@ func sampleList(root string) ([]string, error) {
 }
 
 func largeWorkload(b *bench) error {
-	const w, n, size = "jpeg-100KB", 5000, 100_000
+	const w, size = "jpeg-100KB", 100_000
+	n := 5000
+	if b.quick {
+		n = 300
+	}
 	src := filepath.Join(b.out, "src", "jpeg-100KB.npy")
 	if err := writeNPY(src, n, size, func(i int, p []byte) {
 		r := rand.New(rand.NewPCG(uint64(i), 7))
@@ -230,7 +253,7 @@ func largeWorkload(b *bench) error {
 	if err != nil {
 		return err
 	}
-	tmpfs := "/dev/shm/deltafs-bench/jpeg-100KB"
+	tmpfs := filepath.Join(shmRoot, "jpeg-100KB")
 	if err := b.copyOf(table, tmpfs); err != nil {
 		return err
 	}
@@ -255,12 +278,16 @@ func largeWorkload(b *bench) error {
 }
 
 func millionWorkload(b *bench) error {
-	const w, n = "million", 1_000_000
+	const w = "million"
+	n := 1_000_000
+	if b.quick {
+		n = 50_000
+	}
 	src := filepath.Join(b.out, "src", "million.npy")
 	if err := writeNPY(src, n, 16, func(i int, p []byte) { binary.LittleEndian.PutUint64(p, uint64(i)) }); err != nil {
 		return err
 	}
-	table, err := b.table("million", src, "--rows-per-file", "100000")
+	table, err := b.table("million", src, "--rows-per-file", strconv.Itoa(min(n, 100000)))
 	if err != nil {
 		return err
 	}

@@ -9,10 +9,8 @@ import (
 	"os/exec"
 	"runtime/pprof"
 	"strings"
-	"sync/atomic"
 	"time"
 
-	"github.com/dustin/go-humanize"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
@@ -21,66 +19,36 @@ import (
 	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/gds"
 	"github.com/deltafs/deltafs/sample"
-	"github.com/deltafs/deltafs/snapshot"
-	"github.com/deltafs/deltafs/storage"
 )
 
 func init() { rootCmd.AddCommand(newMountCmd()) }
 
 // mountOptions are the flags of `deltafs mount`.
 type mountOptions struct {
-	IDColumn    string
-	DataColumn  string
-	Image       string
-	ImageFormat string
-	ClassColumn string
-	Shards      int
+	specFlags
+	cacheFlags
 
 	Refresh   time.Duration
 	Immutable time.Duration
 
-	MemCache  string
-	CacheDir  string
-	CacheSize string
-
-	AllowOther bool
-	Xattrs     bool
-	Debug      bool
-	CPUProfile string
+	MetricsAddr string
+	AllowOther  bool
+	Xattrs      bool
+	Debug       bool
+	CPUProfile  string
 }
 
 func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.IDColumn, "id-column", "", "column naming the sample files (default: id, when the table has it; else <hash of data file>-<row>)")
-	f.StringVar(&o.DataColumn, "data-column", "", "column holding each sample's bytes (default: the table's only binary column, else none); \"-\": none, each sample is its row as JSON")
-	f.StringVar(&o.Image, "image", "", "the data column holds raw uint8 pixels of shape HxW[xC]: encode each as an image")
-	f.StringVar(&o.ImageFormat, "image-format", "", "image encoding with --image: png (default) or pnm (PGM/PPM)")
-	f.StringVar(&o.ClassColumn, "class-column", "", "put samples in class folders named by this column (ImageFolder layout)")
-	f.IntVar(&o.Shards, "shards", 1, "split every version into this many shards of equal size (within one sample)")
+	o.specFlags.addFlags(f)
 	f.DurationVar(&o.Refresh, "refresh", 10*time.Second, "how often to look for new commits (also the kernel timeout of latest, version/ and at/)")
 	f.DurationVar(&o.Immutable, "immutable-timeout", 24*time.Hour, "kernel entry/attribute timeout under version/N (versions never change)")
-	f.StringVar(&o.MemCache, "mem-cache", "256MiB", "memory cache for decoded Parquet pages")
-	f.StringVar(&o.CacheDir, "cache-dir", "", `disk cache directory, kept across mounts (default: the user cache directory's deltafs, e.g. ~/.cache/deltafs; "none": no disk cache)`)
-	f.StringVar(&o.CacheSize, "cache-size", humanize.IBytes(cache.DefaultDiskBytes), "disk cache budget")
+	o.cacheFlags.addFlags(f)
 	f.BoolVar(&o.Xattrs, "xattrs", false, "serve each sample file's disk-cache extent as the xattr "+gds.XattrName+" (materialising it on demand); off by default because xattrs cost ls -l a round trip per file")
+	f.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. localhost:9100; default: none)")
 	f.BoolVar(&o.AllowOther, "allow-other", false, "let other users read the mount (needs user_allow_other in /etc/fuse.conf when not root)")
 	f.BoolVar(&o.Debug, "fuse-debug", false, "log every FUSE request")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the server to this file until unmount")
 	_ = f.MarkHidden("cpuprofile")
-}
-
-func (o *mountOptions) spec() (sample.Spec, error) {
-	s := sample.Spec{IDColumn: o.IDColumn, DataColumn: o.DataColumn, ImageFormat: o.ImageFormat, ClassColumn: o.ClassColumn, Shards: o.Shards}
-	if o.Image != "" {
-		im, err := sample.ParseImage(o.Image)
-		if err != nil {
-			return s, fmt.Errorf("--image: %w", err)
-		}
-		s.Image = im
-	}
-	if o.Shards < 1 {
-		return s, fmt.Errorf("--shards %d: want at least 1", o.Shards)
-	}
-	return s, s.Validate()
 }
 
 func newMountCmd() *cobra.Command {
@@ -124,85 +92,22 @@ left mounted), 2 on bad usage.`,
 var newRows = sample.ScanRows
 
 func runMount(ctx context.Context, o *mountOptions, location, mnt string) error {
-	spec, err := o.spec()
-	if err != nil {
-		return usageError{err}
-	}
-	memBytes, err := humanize.ParseBytes(o.MemCache)
-	if err != nil {
-		return usageError{fmt.Errorf("--mem-cache: %w", err)}
-	}
-	diskBytes, err := humanize.ParseBytes(o.CacheSize)
-	if err != nil {
-		return usageError{fmt.Errorf("--cache-size: %w", err)}
-	}
 	if o.Refresh <= 0 {
 		return usageError{errors.New("--refresh must be positive")}
+	}
+	if o.Xattrs && o.CacheDir == "none" {
+		return usageError{errors.New("--xattrs needs a disk cache: the extents lie in it (drop --cache-dir none)")}
 	}
 	if err := dfs.CheckMountpoint(mnt); err != nil {
 		return err
 	}
-
-	// Validate the table before mounting: it opens, lists, and its latest
-	// version can be read (protocol) and fits the sample spec.
-	if !strings.Contains(location, "://") {
-		if _, err := os.Stat(location); errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("%s: no such table: the directory does not exist", location)
-		}
-	}
-	st, err := storage.Open(ctx, location, global.storage)
+	stk, err := openStack(ctx, location, &o.specFlags, &o.cacheFlags)
 	if err != nil {
 		return err
 	}
-	counted := &countingStorage{Storage: st}
-	table, err := snapshot.Open(ctx, counted)
-	if err != nil {
-		return withLocation(location, err)
-	}
-	versions, err := table.Versions(ctx)
-	if err != nil {
-		return withLocation(location, err)
-	}
-	if len(versions) == 0 {
-		return fmt.Errorf("%s: the table has no readable version", location)
-	}
-	latest, err := table.Snapshot(ctx, versions[len(versions)-1].Version)
-	if err != nil {
-		return withLocation(location, err)
-	}
-	describe, err := spec.Describe(latest)
-	if err != nil {
-		return fmt.Errorf("%s version %d: %w", location, latest.Version, err)
-	}
-	rows, err := newRows(table)
-	if err != nil {
-		return err
-	}
-
-	cacheOpts := cache.Options{MemBytes: int64(memBytes), DiskBytes: int64(diskBytes)}
-	switch o.CacheDir {
-	case "none":
-		if o.Xattrs {
-			return usageError{errors.New("--xattrs needs a disk cache: the extents lie in it (drop --cache-dir none)")}
-		}
-	case "":
-		if cacheOpts.Dir, err = cache.DefaultDir(); err != nil {
-			return err
-		}
-	default:
-		cacheOpts.Dir = o.CacheDir
-	}
-	pages, err := cache.New(cacheOpts)
-	if err != nil {
-		return err
-	}
-	defer pages.Close()
-	blobs := cacheAdapter{c: pages, table: st.Location()}
-	fetcher := sample.NewPageFetcher(counted, sample.PageFetcherOptions{Cache: blobs})
-	samples, err := sample.New(sample.Options{Table: table, Rows: rows, Fetcher: fetcher, Spec: spec, Cache: blobs})
-	if err != nil {
-		return usageError{err}
-	}
+	defer stk.Close()
+	st, counted, fetcher, pages, samples := stk.st, stk.counted, stk.fetcher, stk.pages, stk.samples
+	versions, latest, describe := stk.versions, stk.latest, stk.describe
 	var root *dfs.Root
 	rootOpts := dfs.Options{
 		Samples: samples, Refresh: o.Refresh, Immutable: o.Immutable,
@@ -219,12 +124,20 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	if err != nil {
 		return withLocation(location, err)
 	}
+	if o.MetricsAddr != "" {
+		stop, bound, err := serveMetrics(o.MetricsAddr, metricsRegistry(stk, root))
+		if err != nil {
+			return err
+		}
+		defer stop()
+		slog.Info("serving metrics", "url", "http://"+bound+"/metrics")
+	}
 	server, err := dfs.Mount(mnt, root, root.MountOptions(st.Location(), o.AllowOther, o.Debug))
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mnt, err)
 	}
 	slog.Info("mounted", "table", location, "mountpoint", mnt, "versions", len(versions), "latest", latest.Version,
-		"spec", describe, "cache", cacheOpts.Dir, "refresh", o.Refresh)
+		"spec", describe, "cache", stk.cacheDir, "refresh", o.Refresh)
 
 	if o.CPUProfile != "" {
 		pf, err := os.Create(o.CPUProfile)
@@ -271,48 +184,19 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	return nil
 }
 
-// withLocation prefixes err with the table location unless it names it.
-func withLocation(location string, err error) error {
-	if strings.Contains(err.Error(), location) {
-		return err
-	}
-	return fmt.Errorf("%s: %w", location, err)
-}
-
-// cacheAdapter makes the two-tier cache the sample layer's BlobCache.
-type cacheAdapter struct {
-	c     *cache.Cache
-	table string
-}
-
-func (a cacheAdapter) Get(ctx context.Context, k sample.CacheKey, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
-	return a.c.Get(ctx, cache.Key{Kind: k.Kind, Table: a.table, File: k.File, Version: k.Version, Column: k.Column, Unit: k.Unit}, fetch)
-}
-
-// countingStorage counts what is read from the table's storage.
-type countingStorage struct {
-	storage.Storage
-	bytes, reads atomic.Int64
-}
-
-func (c *countingStorage) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
-	n, err := c.Storage.ReadAt(ctx, key, p, off)
-	c.bytes.Add(int64(n))
-	c.reads.Add(1)
-	return n, err
-}
-
 // mountStats is MOUNT/.deltafs/stats.
 func mountStats(root *dfs.Root, st *countingStorage, f *sample.PageFetcher, c *cache.Cache) any {
 	out := root.DefaultStats()
 	fs := f.Stats()
 	out["storage"] = map[string]any{
-		"bytes_read":      st.bytes.Load(),
-		"reads":           st.reads.Load(),
-		"data_bytes_read": fs.BytesRead,
-		"data_reads":      fs.Reads,
-		"files_opened":    fs.FilesOpened,
-		"pages_decoded":   fs.PagesDecoded,
+		"bytes_read":           st.bytes.Load(),
+		"reads":                st.reads.Load(),
+		"data_file_bytes_read": st.dataBytes.Load(),
+		"data_file_reads":      st.dataReads.Load(),
+		"data_bytes_read":      fs.BytesRead,
+		"data_reads":           fs.Reads,
+		"files_opened":         fs.FilesOpened,
+		"pages_decoded":        fs.PagesDecoded,
 	}
 	out["cache"] = c.Stats()
 	return out

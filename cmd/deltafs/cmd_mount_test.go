@@ -295,9 +295,14 @@ func TestMountMNIST(t *testing.T) {
 	if err != nil || !strings.Contains(string(commit), `"rows": 10000`) {
 		t.Errorf("_commit.json: %s %v", commit, err)
 	}
-	stats, err := os.ReadFile(filepath.Join(m.Dir, ".deltafs", "stats"))
-	if err != nil || !strings.Contains(string(stats), "data_bytes_read") {
-		t.Errorf(".deltafs/stats: %s %v", stats, err)
+	// 10,000 listed, 1 in 97 per class read (plus the manifest): the
+	// counters say so.
+	st := readStats(t, m.Dir)
+	if st.Index.Samples != 10000 || st.Reads.Samples == 0 || st.Reads.Errors != 0 || st.Reads.Latency.Count < uint64(st.Reads.Samples) {
+		t.Errorf(".deltafs/stats: index %+v, reads %+v", st.Index, st.Reads)
+	}
+	if st.Storage.DataFileBytesRead == 0 || st.Storage.PagesDecoded == 0 || st.Cache.MemMisses == 0 || st.Cache.MemHits == 0 {
+		t.Errorf(".deltafs/stats: storage %+v, cache memory hits %d misses %d", st.Storage, st.Cache.MemHits, st.Cache.MemMisses)
 	}
 	if err := m.Stop(); err != nil {
 		t.Errorf("deltafs mount exited with %v after SIGINT", err)

@@ -96,7 +96,7 @@ func TestFaultLatency(t *testing.T) {
 	if el := time.Since(start); el < 10*30*time.Millisecond {
 		t.Errorf("10 reads took %v: the latency toxic did not apply", el)
 	}
-	ranges := []s3store.Range{{0, 100}, {500000, 1000}, {1<<20 - 100, 100}}
+	ranges := []s3store.Range{{Off: 0, Len: 100}, {Off: 500000, Len: 1000}, {Off: 1<<20 - 100, Len: 100}}
 	got, err := e.st.ReadRanges(ctx, faultKey, ranges)
 	if err != nil {
 		t.Fatal(err)

@@ -356,10 +356,9 @@ func parseContentRange(s string) (start, end, total int64, ok bool) {
 	return start, end, total, true
 }
 
-// Range is a byte range of an object: Len bytes at Off.
-type Range struct {
-	Off, Len int64
-}
+// Range is a byte range of an object: Len bytes at Off (storage.Range, so
+// that Store is a storage.RangeReader).
+type Range = storage.Range
 
 // ReadRanges reads several ranges of one object and returns their bytes in
 // the order given. Ranges may be unsorted and may overlap.
@@ -450,3 +449,5 @@ func (s *Store) ReadRanges(ctx context.Context, key string, ranges []Range) ([][
 	}
 	return out, nil
 }
+
+var _ storage.RangeReader = (*Store)(nil)

@@ -216,7 +216,7 @@ func TestPinning(t *testing.T) {
 		if err != nil || oi.Size != 5000 {
 			t.Errorf("Stat(%s) = %+v, %v", key, oi, err)
 		}
-		if _, err := st.ReadRanges(ctx, key, []s3store.Range{{0, 10}, {4000, 10}}); !errors.Is(err, storage.ErrChanged) {
+		if _, err := st.ReadRanges(ctx, key, []s3store.Range{{Off: 0, Len: 10}, {Off: 4000, Len: 10}}); !errors.Is(err, storage.ErrChanged) {
 			t.Errorf("ReadRanges(%s) = %v, want ErrChanged", key, err)
 		}
 	}
@@ -257,15 +257,15 @@ func TestReadRanges(t *testing.T) {
 	ctx := ctxT(t)
 
 	ranges := []s3store.Range{
-		{3 << 20, 1000},        // far: its own GET
-		{0, 100},               // 0..100
-		{100, 50},              // touching
-		{60 << 10, 10},         // gap just below 64 KiB from 150: merged
-		{50, 20},               // overlapping, unsorted
-		{2 << 20, 0},           // empty: no request
-		{1 << 20, 100},         // far: own GET
-		{1<<20 + 200000, 5000}, // gap 200 KB: own GET
-		{4<<20 - 10, 10},       // the last bytes: own GET
+		{Off: 3 << 20, Len: 1000},        // far: its own GET
+		{Off: 0, Len: 100},               // 0..100
+		{Off: 100, Len: 50},              // touching
+		{Off: 60 << 10, Len: 10},         // gap just below 64 KiB from 150: merged
+		{Off: 50, Len: 20},               // overlapping, unsorted
+		{Off: 2 << 20, Len: 0},           // empty: no request
+		{Off: 1 << 20, Len: 100},         // far: own GET
+		{Off: 1<<20 + 200000, Len: 5000}, // gap 200 KB: own GET
+		{Off: 4<<20 - 10, Len: 10},       // the last bytes: own GET
 	}
 	before := st.Stats()
 	got, err := st.ReadRanges(ctx, "f.parquet", ranges)
@@ -289,13 +289,13 @@ func TestReadRanges(t *testing.T) {
 		t.Errorf("coalesced %d ranges, want 3", c)
 	}
 	// Past the end.
-	if _, err := st.ReadRanges(ctx, "f.parquet", []s3store.Range{{0, 10}, {4<<20 - 10, 11}}); !errors.Is(err, io.ErrUnexpectedEOF) {
+	if _, err := st.ReadRanges(ctx, "f.parquet", []s3store.Range{{Off: 0, Len: 10}, {Off: 4<<20 - 10, Len: 11}}); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("range past the end: %v, want io.ErrUnexpectedEOF", err)
 	}
-	if _, err := st.ReadRanges(ctx, "f.parquet", []s3store.Range{{5 << 20, 10}}); !errors.Is(err, io.ErrUnexpectedEOF) {
+	if _, err := st.ReadRanges(ctx, "f.parquet", []s3store.Range{{Off: 5 << 20, Len: 10}}); !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("range after the end: %v, want io.ErrUnexpectedEOF", err)
 	}
-	if _, err := st.ReadRanges(ctx, "missing", []s3store.Range{{0, 10}}); !errors.Is(err, storage.ErrNotExist) {
+	if _, err := st.ReadRanges(ctx, "missing", []s3store.Range{{Off: 0, Len: 10}}); !errors.Is(err, storage.ErrNotExist) {
 		t.Errorf("missing key: %v, want ErrNotExist", err)
 	}
 	// Many random ranges against the reference.

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/internal/mounttest"
+)
+
+// metricsURL finds the metrics URL the mount logged.
+func metricsURL(t *testing.T, m *mounttest.Mount) string {
+	t.Helper()
+	re := regexp.MustCompile(`msg="serving metrics" url=(\S+)`)
+	if g := re.FindStringSubmatch(m.Log()); g != nil {
+		return g[1]
+	}
+	t.Fatalf("the mount logged no metrics URL:\n%s", m.Log())
+	return ""
+}
+
+// scrape GETs the metrics and returns the value of each unlabelled series
+// and of labelled ones by their full name ({...} included).
+func scrape(t *testing.T, url string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s %v", url, resp.Status, err)
+	}
+	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain") {
+		t.Errorf("Content-Type %q", ct)
+	}
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+// TestMountMetrics: --metrics-addr serves Prometheus metrics of the running
+// mount, and the storage, cache and FUSE read series move when files are
+// read.
+func TestMountMetrics(t *testing.T) {
+	needReader(t)
+	bin := mounttest.Binary(t)
+	table := importDigits(t, bin, 1000, 500)
+	m := mounttest.Start(t, bin, table, "--image", "28x28", "--cache-dir", t.TempDir(), "--metrics-addr", "127.0.0.1:0")
+	url := metricsURL(t, m)
+	before := scrape(t, url)
+	for _, name := range []string{"deltafs_storage_data_file_read_bytes_total", `deltafs_cache_hits_total{tier="memory"}`,
+		`deltafs_cache_misses_total{tier="disk"}`, "deltafs_fuse_read_seconds_count", "deltafs_sample_reads_total", "go_goroutines"} {
+		if _, ok := before[name]; !ok {
+			t.Errorf("no series %s", name)
+		}
+	}
+	n := len(readTree(t, filepath.Join(m.Dir, "latest", "shard", "0")))
+	after := scrape(t, url)
+	if n != 1000 {
+		t.Fatalf("read %d files, want 1000", n)
+	}
+	for _, c := range []struct {
+		name string
+		min  float64
+	}{
+		{"deltafs_storage_data_file_read_bytes_total", 1000 * 784 / 2}, // the pixels, compressed at most 2:1
+		{"deltafs_fetch_pages_decoded_total", 1},
+		{`deltafs_cache_misses_total{tier="disk"}`, 1},
+		{`deltafs_cache_disk_writes_total`, 1},
+		{"deltafs_sample_reads_total", 1000},
+		{"deltafs_fuse_read_seconds_count", 1000},
+	} {
+		if d := after[c.name] - before[c.name]; d < c.min {
+			t.Errorf("%s moved by %v reading 1000 files, want at least %v", c.name, d, c.min)
+		}
+	}
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := http.Get(url); err == nil {
+		t.Error("metrics still served after unmount")
+	}
+}
+
+// TestMountMetricsAddrBusy: a taken address fails the mount with one line.
+func TestMountMetricsAddrBusy(t *testing.T) {
+	needReader(t)
+	mounttest.RequireFUSE(t)
+	bin := mounttest.Binary(t)
+	table := importDigits(t, bin, 10, 10)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	dir := t.TempDir()
+	m, err := mounttest.StartAt(bin, table, dir, "--image", "28x28", "--cache-dir", "none", "--metrics-addr", ln.Addr().String())
+	if err == nil {
+		_ = m.Stop()
+		t.Fatal("mounted with a busy metrics address")
+	}
+	select {
+	case <-m.Exited():
+	case <-time.After(10 * time.Second):
+		t.Fatal("still running")
+	}
+	if last := lastLine(m.Log()); !strings.Contains(last, "--metrics-addr "+ln.Addr().String()) || !strings.Contains(last, "address already in use") {
+		t.Errorf("last line %q", last)
+	}
+	if mounttest.Mounted(dir) {
+		mounttest.Unmount(dir)
+		t.Error("left mounted")
+	}
+}

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/deltafs/deltafs/storage"
+)
+
+// TestCountingStorage: every read of a data file counts as a data-file
+// read, whoever reads it and whether by ReadAt or ReadRanges; log reads
+// count only in the totals.
+func TestCountingStorage(t *testing.T) {
+	dir := t.TempDir()
+	data := bytes.Repeat([]byte("0123456789"), 1000)
+	if err := os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "part-0.parquet"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "_delta_log", "00000000000000000000.json"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &countingStorage{Storage: st}
+	ctx := context.Background()
+	buf := make([]byte, 100)
+	if _, err := c.ReadAt(ctx, "part-0.parquet", buf, 5); err != nil || !bytes.Equal(buf, data[5:105]) {
+		t.Fatalf("ReadAt: %v", err)
+	}
+	if _, err := c.ReadAt(ctx, "_delta_log/00000000000000000000.json", buf[:3], 0); err != nil {
+		t.Fatal(err)
+	}
+	out, err := storage.ReadRanges(ctx, c, "part-0.parquet", []storage.Range{{Off: 0, Len: 10}, {Off: 9000, Len: 50}})
+	if err != nil || !bytes.Equal(out[0], data[:10]) || !bytes.Equal(out[1], data[9000:9050]) {
+		t.Fatalf("ReadRanges: %v", err)
+	}
+	if got, want := c.dataBytes.Load(), int64(100+10+50); got != want {
+		t.Errorf("data-file bytes %d, want %d", got, want)
+	}
+	if got, want := c.bytes.Load(), int64(100+3+10+50); got != want {
+		t.Errorf("all bytes %d, want %d", got, want)
+	}
+	if c.dataReads.Load() != 2 || c.reads.Load() != 3 {
+		t.Errorf("reads: %d data, %d in all; want 2 and 3", c.dataReads.Load(), c.reads.Load())
+	}
+	if _, err := storage.ReadRanges(ctx, c, "part-0.parquet", []storage.Range{{Off: 9990, Len: 50}}); err == nil {
+		t.Error("a range past the end was read")
+	}
+}
