@@ -70,18 +70,6 @@ func readStats(t *testing.T, mnt string) statsJSON {
 
 // importDigits imports n MNIST test digits with `deltafs import`, files of
 // per rows, and returns the table directory.
-func importDigits(t *testing.T, bin string, n, per int) string {
-	t.Helper()
-	digits := readMNIST(t)[:n]
-	dir := t.TempDir()
-	npy := filepath.Join(dir, "digits.npy")
-	writeNPY(t, npy, digits)
-	table := filepath.Join(dir, "table")
-	if out, err := mounttest.Run(bin, "import", npy, table, "--rows-per-file", strconv.Itoa(per)); err != nil {
-		t.Fatalf("deltafs import: %v\n%s", err, out)
-	}
-	return table
-}
 
 func itoa(i int) string { return strconv.Itoa(i) }
 
@@ -137,9 +125,8 @@ func reference(t *testing.T, bin, table string) map[string][]byte {
 // file (pages, footers, sample indexes all cached), while the other shard
 // still reads storage; then warming the rest makes the whole version free.
 func TestWarmThenMount(t *testing.T) {
-	needReader(t)
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, 3000, 1000)
+	table := importDigits(t, bin, readMNIST(t)[:3000], 1000)
 	want := reference(t, bin, table)
 	cdir := t.TempDir()
 
@@ -193,9 +180,8 @@ func TestWarmThenMount(t *testing.T) {
 
 // TestWarmErrors: bad usage exits 2, a bad table 1, each with one line.
 func TestWarmErrors(t *testing.T) {
-	needReader(t)
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, 100, 100)
+	table := importDigits(t, bin, readMNIST(t)[:100], 100)
 	for _, c := range []struct {
 		args []string
 		code int
@@ -224,9 +210,8 @@ func TestWarmErrors(t *testing.T) {
 // TestMountRemountReadsNoDataFile: a second mount with the same cache dir
 // serves every file of a version without reading any data file.
 func TestMountRemountReadsNoDataFile(t *testing.T) {
-	needReader(t)
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, 3000, 1000)
+	table := importDigits(t, bin, readMNIST(t)[:3000], 1000)
 	want := reference(t, bin, table)
 	cdir := t.TempDir()
 
@@ -262,9 +247,8 @@ func TestMountRemountReadsNoDataFile(t *testing.T) {
 // version at once through one cache dir both serve the right bytes, and
 // neither finds a corrupt entry.
 func TestMountsShareCacheDir(t *testing.T) {
-	needReader(t)
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, 3000, 1000)
+	table := importDigits(t, bin, readMNIST(t)[:3000], 1000)
 	want := reference(t, bin, table)
 	cdir := t.TempDir()
 	ms := []*mounttest.Mount{

@@ -60,9 +60,8 @@ func scrape(t *testing.T, url string) map[string]float64 {
 // mount, and the storage, cache and FUSE read series move when files are
 // read.
 func TestMountMetrics(t *testing.T) {
-	needReader(t)
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, 1000, 500)
+	table := importDigits(t, bin, readMNIST(t)[:1000], 500)
 	m := mounttest.Start(t, bin, table, "--image", "28x28", "--cache-dir", t.TempDir(), "--metrics-addr", "127.0.0.1:0")
 	url := metricsURL(t, m)
 	before := scrape(t, url)
@@ -102,10 +101,9 @@ func TestMountMetrics(t *testing.T) {
 
 // TestMountMetricsAddrBusy: a taken address fails the mount with one line.
 func TestMountMetricsAddrBusy(t *testing.T) {
-	needReader(t)
 	mounttest.RequireFUSE(t)
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, 10, 10)
+	table := importDigits(t, bin, readMNIST(t)[:10], 10)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
