@@ -189,7 +189,7 @@ from PIL import Image
 n = 0
 for d, _, files in os.walk(sys.argv[1]):
     for f in files:
-        if f == "_samples.tsv":
+        if f.startswith("_"):  # _samples.tsv, _extents.tsv
             continue
         assert f.endswith(".pgm"), f
         with Image.open(os.path.join(d, f)) as im:
