@@ -207,6 +207,11 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 		switch {
 		case errors.As(err, &ne) && ne.Timeout():
 			e.Reason = fmt.Sprintf("request timed out (limit %v per attempt)", s.opts.RequestTimeout)
+			// The per-attempt timeout is the store's, not the caller's:
+			// the error must not read as the caller's context expiring
+			// (errors.Is(err, context.DeadlineExceeded)), which upper
+			// layers take for an interrupted request.
+			e.Err = storeTimeout{describe(err)}
 		case errors.As(err, &be):
 			e.Reason = "response body cut short"
 		case strings.Contains(msg, "connection refused"):
@@ -222,6 +227,15 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	}
 	return e
 }
+
+// storeTimeout is an attempt that ran past Options.RequestTimeout: a
+// net.Error with Timeout() true that does not unwrap to
+// context.DeadlineExceeded.
+type storeTimeout struct{ msg string }
+
+func (t storeTimeout) Error() string   { return t.msg }
+func (t storeTimeout) Timeout() bool   { return true }
+func (t storeTimeout) Temporary() bool { return true }
 
 func errNotExist(s *Store, op, key string) *Error {
 	return &Error{Location: s.loc, Op: op, Key: key, Reason: reasonNotExist, kind: storage.ErrNotExist, Permanent: true}
