@@ -75,6 +75,10 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
+// TableWide reports whether the error is the table's (missing bucket,
+// refused credentials) rather than one key's; see storage.IsTableWide.
+func (e *Error) TableWide() bool { return e.tableWide }
+
 // Unwrap returns the storage sentinel and the cause.
 func (e *Error) Unwrap() []error {
 	var out []error
