@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -21,6 +22,7 @@ import (
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/s3store"
 )
 
 func init() { rootCmd.AddCommand(newMountCmd()) }
@@ -148,6 +150,9 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	st, err := storage.Open(ctx, location, global.storage)
 	if err != nil {
 		return err
+	}
+	if c, ok := st.(io.Closer); ok {
+		defer c.Close() // the S3 store's idle connections, after unmount
 	}
 	counted := &countingStorage{Storage: st}
 	table, err := snapshot.Open(ctx, counted)
@@ -299,5 +304,8 @@ func mountStats(root *dfs.Root, st *countingStorage, f *sample.PageFetcher, c *c
 		"pages_decoded":   fs.PagesDecoded,
 	}
 	out["cache"] = c.Stats()
+	if s3, ok := st.Storage.(interface{ Stats() s3store.Stats }); ok {
+		out["s3"] = s3.Stats() // requests by kind, retries, bytes fetched
+	}
 	return out
 }
