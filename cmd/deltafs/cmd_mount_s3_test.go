@@ -265,3 +265,64 @@ func TestMountS3DeltaTablesMoto(t *testing.T) {
 		t.Run(name, func(t *testing.T) { compareS3Table(t, bin, endpoint, "delta-moto", name, local[name]) })
 	}
 }
+
+// TestMountS3Refuses: wrong credentials, a missing bucket, a missing table
+// and an endpoint that is down each fail `deltafs mount` before mounting,
+// within a bounded time, with exit status 1 and one line on stderr that
+// names the table and the cause and holds no secret.
+func TestMountS3Refuses(t *testing.T) {
+	needReader(t)
+	bin := mounttest.Binary(t)
+	mounttest.RequireFUSE(t)
+	fake := s3test.StartGofakes3(t)
+	s3test.UploadDir(t, fake, "tables", "basic", filepath.Join(logTestdata, "dat-basic_append"))
+	moto, ak, sk := s3test.StartMotoAuth(t)
+	s3test.UploadDir(t, moto, "tables", "basic", filepath.Join(logTestdata, "dat-basic_append"))
+	down := s3test.NewFake(t, nil)
+	down.Stop()
+
+	for _, tc := range []struct {
+		name, endpoint, table, ak, sk string
+		want                          []string // all must be in the line (lower case)
+	}{
+		{"unknown access key", moto, "s3://tables/basic", "AKIANOSUCHKEY0000000", sk, []string{"invalid credentials", "access key id"}},
+		{"wrong secret", moto, "s3://tables/basic", ak, "wrong-secret-0123456789", []string{"invalid credentials", "secret access key"}},
+		{"missing bucket", fake, "s3://no-such-bucket/basic", s3test.AccessKey, s3test.SecretKey, []string{"bucket no-such-bucket does not exist"}},
+		{"missing table", fake, "s3://tables/nope", s3test.AccessKey, s3test.SecretKey, []string{"not a delta table"}},
+		{"endpoint down", down.Endpoint, "s3://tables/basic", s3test.AccessKey, s3test.SecretKey, []string{"cannot connect", "connection refused", "gave up after 3 attempts"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s3Env(t, tc.endpoint)
+			t.Setenv("AWS_ACCESS_KEY_ID", tc.ak)
+			t.Setenv("AWS_SECRET_ACCESS_KEY", tc.sk)
+			dir := t.TempDir()
+			start := time.Now()
+			args := append([]string{"mount", tc.table, dir, "--s3-retries", "2", "--s3-timeout", "5s", "--cache-dir", "none"}, s3Flags(tc.endpoint)...)
+			_, stderr, code := runBin(t, bin, 60*time.Second, args...)
+			el := time.Since(start)
+			if mounttest.Mounted(dir) {
+				mounttest.Unmount(dir)
+				t.Fatal("left mounted")
+			}
+			msg := strings.TrimSpace(stderr)
+			if code != 1 || strings.Contains(msg, "\n") || !strings.HasPrefix(msg, "deltafs: "+tc.table+": ") {
+				t.Fatalf("exit %d after %v, stderr %q: want status 1 and one line naming %s", code, el, msg, tc.table)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(strings.ToLower(msg), w) {
+					t.Fatalf("%q does not say %q", msg, w)
+				}
+			}
+			if strings.Count(msg, tc.table) != 1 {
+				t.Errorf("%q repeats the table", msg)
+			}
+			if strings.Contains(msg, tc.sk) || strings.Contains(msg, sk) {
+				t.Fatalf("%q holds a secret key", msg)
+			}
+			if el > 30*time.Second {
+				t.Errorf("failed after %v", el)
+			}
+			t.Logf("%v: %s", el.Round(time.Millisecond), msg)
+		})
+	}
+}

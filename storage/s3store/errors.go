@@ -61,7 +61,7 @@ func (e *Error) Error() string {
 		}
 		detail = append(detail, op)
 	}
-	if e.Attempts > 1 {
+	if e.Attempts > 1 && !strings.Contains(e.Reason, "attempts") {
 		detail = append(detail, fmt.Sprintf("%d attempts", e.Attempts))
 	}
 	if e.Err != nil && !e.quiet {
@@ -220,6 +220,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 			e.Reason = "response body cut short"
 		case strings.Contains(msg, "connection refused"):
 			e.Reason = "cannot connect to the S3 endpoint (connection refused)"
+			e.tableWide = true // the endpoint's problem, not the key's
 		case strings.Contains(msg, "connection reset") || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 			e.Reason = "connection lost (reset or closed by the server)"
 		default:
