@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -266,7 +267,7 @@ func TestMountS3DeltaTablesMoto(t *testing.T) {
 	}
 }
 
-// TestMountS3Refuses: wrong credentials, a missing bucket, a missing table
+// TestMountS3Refuses: wrong credentials, access denied, a missing bucket, a missing table
 // and an endpoint that is down each fail `deltafs mount` before mounting,
 // within a bounded time, with exit status 1 and one line on stderr that
 // names the table and the cause and holds no secret.
@@ -280,6 +281,8 @@ func TestMountS3Refuses(t *testing.T) {
 	s3test.UploadDir(t, moto, "tables", "basic", filepath.Join(logTestdata, "dat-basic_append"))
 	down := s3test.NewFake(t, nil)
 	down.Stop()
+	denyAll, _ := s3test.ErrorFirst(-1, http.StatusForbidden, "AccessDenied", "Access Denied")
+	denied := s3test.NewFake(t, denyAll).Endpoint
 
 	for _, tc := range []struct {
 		name, endpoint, table, ak, sk string
@@ -287,6 +290,7 @@ func TestMountS3Refuses(t *testing.T) {
 	}{
 		{"unknown access key", moto, "s3://tables/basic", "AKIANOSUCHKEY0000000", sk, []string{"invalid credentials", "access key id"}},
 		{"wrong secret", moto, "s3://tables/basic", ak, "wrong-secret-0123456789", []string{"invalid credentials", "secret access key"}},
+		{"access denied", denied, "s3://tables/basic", s3test.AccessKey, s3test.SecretKey, []string{"access denied", "check credentials and the bucket policy"}},
 		{"missing bucket", fake, "s3://no-such-bucket/basic", s3test.AccessKey, s3test.SecretKey, []string{"bucket no-such-bucket does not exist"}},
 		{"missing table", fake, "s3://tables/nope", s3test.AccessKey, s3test.SecretKey, []string{"not a delta table"}},
 		{"endpoint down", down.Endpoint, "s3://tables/basic", s3test.AccessKey, s3test.SecretKey, []string{"cannot connect", "connection refused", "gave up after 3 attempts"}},
