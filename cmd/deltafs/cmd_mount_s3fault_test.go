@@ -381,6 +381,13 @@ func TestMountS3Faults(t *testing.T) {
 			t.Fatalf("the log holds the secret key: %s", line)
 		}
 		t.Logf("EIO after %v; log: %s", el.Round(time.Millisecond), line)
+		// Still stalled: what needs no request keeps working.
+		if ents, err := os.ReadDir(m.shard()); err != nil || len(ents) != len(files)+1 {
+			t.Fatalf("listing the shard under the stall: %d entries, %v", len(ents), err)
+		}
+		if d, errs := m.readSamples(files[:1]); len(errs) != 0 || !bytes.Equal(d[files[0]], want[files[0]]) {
+			t.Fatalf("a sample read before the stall, read again under it: %v", errs)
+		}
 		proxy.RemoveToxic(t, "stall")
 		stalled = false
 		// The mount keeps serving: the whole epoch, the victim included.
