@@ -113,9 +113,11 @@ func (r *Root) OnAdd(ctx context.Context) {
 	r.latestNode = r.NewPersistentInode(ctx, &latestLink{root: r}, gofs.StableAttr{Mode: syscall.S_IFLNK, Ino: ino(kindLatest, 0, 0)})
 	r.AddChild("latest", r.latestNode, false)
 	r.AddChild("at", r.NewPersistentInode(ctx, &atDir{root: r}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino(kindAtDir, 0, 0)}), false)
-	meta := r.NewPersistentInode(ctx, &gofs.Inode{}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino(kindMetaDir, 0, 0)})
+	md := &metaDir{}
+	meta := r.NewPersistentInode(ctx, md, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino(kindMetaDir, 0, 0)})
 	r.AddChild(".deltafs", meta, false)
-	meta.AddChild("stats", meta.NewPersistentInode(ctx, &statsFile{root: r}, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino(kindStats, 0, 0)}), false)
+	md.stats = &statsFile{root: r}
+	meta.AddChild("stats", meta.NewPersistentInode(ctx, md.stats, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino(kindStats, 0, 0)}), false)
 }
 
 // Getattr implements gofs.NodeGetattrer.
@@ -342,9 +344,36 @@ func (l *atLink) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Attr
 	return 0
 }
 
+// metaDir is MOUNT/.deltafs. Its Lookup gives the stats file's attributes
+// no cache time: go-fuse's own lookup of a child would give them the
+// mount's default (--refresh), and the kernel would then serve a stale
+// rendering for that long.
+type metaDir struct {
+	gofs.Inode
+	stats *statsFile
+}
+
+var _ = (gofs.NodeLookuper)((*metaDir)(nil))
+
+// Lookup implements gofs.NodeLookuper.
+func (d *metaDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if name != "stats" {
+		return nil, syscall.ENOENT
+	}
+	var a fuse.AttrOut
+	d.stats.Getattr(ctx, nil, &a)
+	out.Attr = a.Attr
+	out.SetAttrTimeout(uncached)
+	return d.stats.EmbeddedInode(), 0
+}
+
+// uncached is the attribute timeout of the stats file: not 0, which
+// go-fuse replaces with the mount's default.
+const uncached = time.Nanosecond
+
 // statsFile is MOUNT/.deltafs/stats: counters as JSON, rendered at each
-// stat (attribute timeout 0 and a fresh mtime, so the kernel drops its
-// cached pages).
+// open (read with direct I/O, past the page cache) and at each stat (for
+// the size; attributes are not cached).
 type statsFile struct {
 	gofs.Inode
 	root *Root
@@ -380,7 +409,7 @@ func (f *statsFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.A
 	out.Mode = syscall.S_IFREG | 0o444
 	out.Size = uint64(len(data))
 	setTime(&out.Attr, time.Now())
-	out.SetTimeout(0)
+	out.SetTimeout(uncached)
 	return 0
 }
 
@@ -389,14 +418,24 @@ func (f *statsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, ui
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR) != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	return nil, 0, syscall.ENOSYS
+	// Each open reads its own rendering, past the page cache (direct I/O:
+	// reads go to Read up to EOF, whatever size the kernel has cached).
+	return &statsHandle{data: f.render()}, fuse.FOPEN_DIRECT_IO, 0
 }
+
+// statsHandle is one open of the stats file: the rendering it reads.
+type statsHandle struct{ data []byte }
 
 // Read implements gofs.NodeReader.
 func (f *statsFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	f.mu.Lock()
-	data := f.data
-	f.mu.Unlock()
+	var data []byte
+	if h, ok := fh.(*statsHandle); ok {
+		data = h.data
+	} else {
+		f.mu.Lock()
+		data = f.data
+		f.mu.Unlock()
+	}
 	if data == nil {
 		data = f.render()
 	}
