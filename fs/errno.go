@@ -11,7 +11,7 @@ import (
 	"github.com/deltafs/deltafs/storage"
 )
 
-// toErrno is the one place where errors become errno values:
+// errnoFor is the one place where errors become errno values:
 //
 //   - nil → 0
 //   - a request the kernel interrupted (ctx, the FUSE request's context,
@@ -25,12 +25,15 @@ import (
 //     context makes EINTR)
 //
 // op names what was being done and path the node, for the log line.
-func toErrno(ctx context.Context, log *slog.Logger, op, path string, err error) syscall.Errno {
+func errnoFor(ctx context.Context, log *slog.Logger, op, path string, err error) syscall.Errno {
 	if err == nil {
 		return 0
 	}
-	if ctx.Err() != nil {
+	if ctx != nil && ctx.Err() != nil {
 		return syscall.EINTR
+	}
+	if ctx == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return syscall.EINTR // no request context to ask: taken for an interrupt
 	}
 	var errno syscall.Errno
 	switch {
@@ -50,4 +53,10 @@ func toErrno(ctx context.Context, log *slog.Logger, op, path string, err error) 
 	}
 	log.Error(msg, "op", op, "path", path, "err", err)
 	return syscall.EIO
+}
+
+// toErrno is errnoFor without the request's context, for callers that
+// have none: a context error is taken for an interrupted request.
+func toErrno(log *slog.Logger, op, path string, err error) syscall.Errno {
+	return errnoFor(nil, log, op, path, err)
 }

@@ -10,12 +10,12 @@ import (
 	"testing"
 )
 
-// TestToErrnoTimeouts: only the FUSE request's own context makes EINTR. A
+// TestErrnoForTimeouts: only the FUSE request's own context makes EINTR. A
 // storage error that wraps context.DeadlineExceeded or context.Canceled
 // (a per-attempt timeout after the retries, a fetch shared with another
 // request) while the request is live is EIO with a log line naming the
 // operation and the path.
-func TestToErrnoTimeouts(t *testing.T) {
+func TestErrnoForTimeouts(t *testing.T) {
 	live := context.Background()
 	interrupted, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -32,11 +32,18 @@ func TestToErrnoTimeouts(t *testing.T) {
 		{"request interrupted", interrupted, fmt.Errorf("x: %w", context.Canceled), syscall.EINTR, ""},
 		{"request interrupted, other error", interrupted, fmt.Errorf("boom"), syscall.EINTR, ""},
 		{"plain error", live, fmt.Errorf("boom"), syscall.EIO, "I/O error"},
+		{"no request context, context error", nil, fmt.Errorf("x: %w", context.Canceled), syscall.EINTR, ""},
+		{"no request context, plain error", nil, fmt.Errorf("boom"), syscall.EIO, "I/O error"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer
 			log := slog.New(slog.NewTextHandler(&buf, nil))
-			got := toErrno(tc.ctx, log, "read", "version 3 shard 0/1 (10 samples) 7.png", tc.err)
+			var got syscall.Errno
+			if tc.ctx == nil {
+				got = toErrno(log, "read", "version 3 shard 0/1 (10 samples) 7.png", tc.err)
+			} else {
+				got = errnoFor(tc.ctx, log, "read", "version 3 shard 0/1 (10 samples) 7.png", tc.err)
+			}
 			if got != tc.want {
 				t.Fatalf("toErrno = %v, want %v", got, tc.want)
 			}

@@ -29,11 +29,11 @@ func (d *shardDir) path() string { return d.vd.path() + "/shard/" + strconv.Itoa
 func (d *shardDir) shard(ctx context.Context) (*sample.Shard, syscall.Errno) {
 	v, err := d.vd.version(ctx)
 	if err != nil {
-		return nil, toErrno(ctx, d.vd.root.log, "index", d.path(), err)
+		return nil, errnoFor(ctx, d.vd.root.log, "index", d.path(), err)
 	}
 	sh, err := v.Shard(ctx, d.k)
 	if err != nil {
-		return nil, toErrno(ctx, d.vd.root.log, "index", d.path(), err)
+		return nil, errnoFor(ctx, d.vd.root.log, "index", d.path(), err)
 	}
 	return sh, 0
 }
@@ -226,7 +226,7 @@ func (f *sampleFile) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errn
 func (f *sampleFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	n, err := f.sh.ReadAt(ctx, f.pos, dest, off)
 	if err != nil {
-		return nil, toErrno(ctx, f.vd.root.log, "read", f.sh.String()+" "+f.sh.Path(f.pos), err)
+		return nil, errnoFor(ctx, f.vd.root.log, "read", f.sh.String()+" "+f.sh.Path(f.pos), err)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }
