@@ -218,7 +218,6 @@ func (s *switchable) wrap(next http.Handler) http.Handler {
 }
 
 func TestMountS3Faults(t *testing.T) {
-	needReader(t)
 	mounttest.RequireFUSE(t)
 	s3test.CheckGoroutines(t) // first: checked after every other cleanup
 
