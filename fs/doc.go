@@ -72,7 +72,8 @@
 //
 // # Errors
 //
-// toErrno maps: context cancellation to EINTR, unknown names to ENOENT,
+// errnoFor maps: an interrupted request (its own context done) to EINTR, a
+// storage timeout after retries to EIO, unknown names to ENOENT,
 // everything else to EIO with a log line naming the operation and path (a
 // vacuumed data file, a row of the wrong size, an unreadable page). A data
 // file that cannot be read fails only its own samples.

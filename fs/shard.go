@@ -30,11 +30,11 @@ func (d *shardDir) path() string { return d.vd.path() + "/shard/" + strconv.Itoa
 func (d *shardDir) shard(ctx context.Context) (*sample.Shard, syscall.Errno) {
 	v, err := d.vd.version(ctx)
 	if err != nil {
-		return nil, toErrno(d.vd.root.log, "index", d.path(), err)
+		return nil, errnoFor(ctx, d.vd.root.log, "index", d.path(), err)
 	}
 	sh, err := v.Shard(ctx, d.k)
 	if err != nil {
-		return nil, toErrno(d.vd.root.log, "index", d.path(), err)
+		return nil, errnoFor(ctx, d.vd.root.log, "index", d.path(), err)
 	}
 	return sh, 0
 }
@@ -240,7 +240,7 @@ func (f *sampleFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, 
 	n, err := f.sh.ReadAt(ctx, f.pos, dest, off)
 	f.vd.root.readLatency.Observe(time.Since(start))
 	if err != nil {
-		return nil, toErrno(f.vd.root.log, "read", f.sh.String()+" "+f.sh.Path(f.pos), err)
+		return nil, errnoFor(ctx, f.vd.root.log, "read", f.sh.String()+" "+f.sh.Path(f.pos), err)
 	}
 	return fuse.ReadResultData(dest[:n]), 0
 }

@@ -107,7 +107,7 @@ func (d *versionDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 	case "_commit.json", "_schema.json":
 		ver, err := d.version(ctx)
 		if err != nil {
-			return nil, toErrno(d.root.log, "lookup", d.path()+"/"+name, err)
+			return nil, errnoFor(ctx, d.root.log, "lookup", d.path()+"/"+name, err)
 		}
 		f := &bytesFile{data: ver.CommitJSON(), mtime: d.info.Timestamp, timeout: d.root.opts.Immutable}
 		kind := kindCommit

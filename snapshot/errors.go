@@ -39,6 +39,13 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
+	if e.Err != nil && storage.IsTableWide(e.Err) {
+		// "s3://b/t: bucket b does not exist (...)": about the table, and
+		// naming it already; a file or version would mislead.
+		if msg := e.Err.Error(); strings.HasPrefix(msg, e.Table) {
+			return msg
+		}
+	}
 	var b strings.Builder
 	b.WriteString(e.Table)
 	if e.Version >= 0 {

@@ -28,7 +28,8 @@ type logFile struct {
 const versionedPrefix = logDir + "0"
 
 // listLog lists the versioned log files of version from and newer, in key
-// order. A missing _delta_log lists as empty.
+// order. A missing _delta_log lists as empty; a missing bucket or refused
+// credentials (storage.IsTableWide) are errors.
 func listLog(ctx context.Context, st storage.Storage, from int64) ([]logFile, error) {
 	after := ""
 	if from > 0 {
@@ -36,7 +37,7 @@ func listLog(ctx context.Context, st storage.Storage, from int64) ([]logFile, er
 	}
 	infos, err := st.List(ctx, versionedPrefix, after)
 	if err != nil {
-		if errors.Is(err, storage.ErrNotExist) {
+		if errors.Is(err, storage.ErrNotExist) && !storage.IsTableWide(err) {
 			return nil, nil
 		}
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Options configure backends that need more than a location.
@@ -17,6 +18,11 @@ type S3Options struct {
 	Region    string
 	PathStyle bool
 	Anonymous bool
+	// Timeout bounds one attempt of a request (0: the backend's default).
+	Timeout time.Duration
+	// MaxAttempts bounds the attempts of one request, the first included
+	// (0: the backend's default).
+	MaxAttempts int
 }
 
 // Opener opens a location with a URL scheme, such as s3://.

@@ -58,6 +58,15 @@ type Storage interface {
 	Location() string
 }
 
+// IsTableWide reports whether err is about the table as a whole rather
+// than one object: its bucket is missing, its credentials are refused.
+// Backends mark such errors with a TableWide() bool method. A missing
+// table-wide resource must not read as a missing object (an empty log).
+func IsTableWide(err error) bool {
+	var tw interface{ TableWide() bool }
+	return errors.As(err, &tw) && tw.TableWide()
+}
+
 // ReadAll reads a whole object.
 func ReadAll(ctx context.Context, st Storage, key string) ([]byte, error) {
 	info, err := st.Stat(ctx, key)

@@ -19,6 +19,7 @@ import (
 	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/gds"
 	"github.com/deltafs/deltafs/sample"
+	"github.com/deltafs/deltafs/storage/s3store"
 )
 
 func init() { rootCmd.AddCommand(newMountCmd()) }
@@ -199,5 +200,8 @@ func mountStats(root *dfs.Root, st *countingStorage, f *sample.PageFetcher, c *c
 		"pages_decoded":        fs.PagesDecoded,
 	}
 	out["cache"] = c.Stats()
+	if s3, ok := st.Storage.(interface{ Stats() s3store.Stats }); ok {
+		out["s3"] = s3.Stats() // requests by kind, retries, bytes fetched
+	}
 	return out
 }

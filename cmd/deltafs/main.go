@@ -18,6 +18,7 @@ import (
 
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/s3store"
 )
 
 // global holds the flags every command shares.
@@ -41,6 +42,10 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 			return usageError{fmt.Errorf("--log-level: %w", err)}
 		}
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+		if s3Retries < 0 || global.storage.S3.Timeout < 0 {
+			return usageError{errors.New("--s3-retries and --s3-timeout must not be negative")}
+		}
+		global.storage.S3.MaxAttempts = s3Retries + 1
 		return nil
 	},
 }
@@ -52,8 +57,13 @@ func init() {
 	pf.StringVar(&global.storage.S3.Region, "s3-region", "", "S3 region (default: from the AWS configuration, else us-east-1)")
 	pf.BoolVar(&global.storage.S3.PathStyle, "s3-path-style", false, "use path-style S3 URLs (MinIO, Ceph)")
 	pf.BoolVar(&global.storage.S3.Anonymous, "s3-anonymous", false, "send unsigned S3 requests (public buckets)")
+	pf.DurationVar(&global.storage.S3.Timeout, "s3-timeout", s3store.DefaultRequestTimeout, "S3: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
+	pf.IntVar(&s3Retries, "s3-retries", s3store.DefaultMaxAttempts-1, "S3: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
 	rootCmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 }
+
+// s3Retries is --s3-retries (global.storage.S3.MaxAttempts minus one).
+var s3Retries int
 
 // usageError marks errors in how the command was called (exit status 2).
 type usageError struct{ error }

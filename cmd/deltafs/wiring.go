@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -124,7 +125,14 @@ type stack struct {
 }
 
 // Close releases the cache (its disk entries stay).
-func (s *stack) Close() error { return s.pages.Close() }
+func (s *stack) Close() error {
+	err := s.pages.Close()
+	if c, ok := s.st.(io.Closer); ok {
+		// The S3 store's idle connections, after unmount.
+		err = errors.Join(err, c.Close())
+	}
+	return err
+}
 
 // openStack checks the flags and the table (it opens, lists, and its latest
 // version can be read and fits the spec) and builds the read stack. Errors in

@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/http"
@@ -63,6 +64,16 @@ func (f *Fake) OpenConns() int64 { return f.open.Load() }
 // compatibility middleware: see Throttle, StripHeader).
 func NewFake(t testing.TB, wrap func(http.Handler) http.Handler) *Fake {
 	t.Helper()
+	f, err := ServeFake(wrap)
+	if err != nil {
+		t.Fatalf("s3test: %v", err)
+	}
+	t.Cleanup(f.Stop)
+	return f
+}
+
+// ServeFake is NewFake outside a test (benchmarks): the caller stops it.
+func ServeFake(wrap func(http.Handler) http.Handler) (*Fake, error) {
 	be := s3mem.New()
 	var h http.Handler = gofakes3.New(be, gofakes3.WithLogger(gofakes3.DiscardLog())).Server()
 	if wrap != nil {
@@ -70,13 +81,12 @@ func NewFake(t testing.TB, wrap func(http.Handler) http.Handler) *Fake {
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("s3test: listen: %v", err)
+		return nil, fmt.Errorf("listen: %w", err)
 	}
 	f := &Fake{Backend: be, addr: ln.Addr().String(), handler: h}
 	f.Endpoint = "http://" + f.addr
 	f.serve(ln)
-	t.Cleanup(f.Stop)
-	return f
+	return f, nil
 }
 
 // StartGofakes3 starts an in-process gofakes3 and returns its endpoint. It
@@ -220,9 +230,19 @@ func Put(t testing.TB, endpoint, bucket, key string, data []byte) {
 func UploadDir(t testing.TB, endpoint, bucket, prefix, localDir string) int {
 	t.Helper()
 	CreateBucket(t, endpoint, bucket)
+	n, err := Upload(context.Background(), endpoint, bucket, prefix, localDir)
+	if err != nil {
+		t.Fatalf("s3test: upload %s: %v", localDir, err)
+	}
+	return n
+}
+
+// Upload is UploadDir outside a test, for an existing bucket.
+func Upload(ctx context.Context, endpoint, bucket, prefix, localDir string) (int, error) {
 	if prefix != "" && prefix[len(prefix)-1] != '/' {
 		prefix += "/"
 	}
+	c := NewClient(endpoint)
 	n := 0
 	err := filepath.WalkDir(localDir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || !d.Type().IsRegular() {
@@ -236,12 +256,17 @@ func UploadDir(t testing.TB, endpoint, bucket, prefix, localDir string) int {
 		if err != nil {
 			return err
 		}
-		Put(t, endpoint, bucket, prefix+filepath.ToSlash(rel), data)
+		key := prefix + filepath.ToSlash(rel)
+		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if _, err := c.PutObject(pctx, &s3.PutObjectInput{
+			Bucket: aws.String(bucket), Key: aws.String(key),
+			Body: bytes.NewReader(data), ContentLength: aws.Int64(int64(len(data))),
+		}); err != nil {
+			return fmt.Errorf("put s3://%s/%s: %w", bucket, key, err)
+		}
 		n++
 		return nil
 	})
-	if err != nil {
-		t.Fatalf("s3test: upload %s: %v", localDir, err)
-	}
-	return n
+	return n, err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -24,14 +25,35 @@ type Proxy struct {
 // t.Cleanup stops it and closes its connections.
 func StartProxy(t testing.TB, upstream string) *Proxy {
 	t.Helper()
+	p, err := NewProxy(upstream)
+	if err != nil {
+		t.Fatalf("s3test: %v", err)
+	}
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// NewProxy is StartProxy outside a test (benchmarks): the caller stops it.
+func NewProxy(upstream string) (*Proxy, error) {
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	host := strings.TrimPrefix(strings.TrimPrefix(upstream, "http://"), "https://")
 	p := toxiproxy.NewProxy(srv, "s3", "127.0.0.1:0", host)
 	if err := p.Start(); err != nil {
-		t.Fatalf("s3test: start toxiproxy: %v", err)
+		return nil, fmt.Errorf("start toxiproxy: %w", err)
 	}
-	t.Cleanup(p.Stop)
-	return &Proxy{Endpoint: "http://" + p.Listen, p: p}
+	return &Proxy{Endpoint: "http://" + p.Listen, p: p}, nil
+}
+
+// Add adds a toxic (see AddToxic) outside a test.
+func (p *Proxy) Add(name, typ, stream string, toxicity float32, attrs map[string]any) error {
+	body, err := json.Marshal(map[string]any{
+		"name": name, "type": typ, "stream": stream, "toxicity": toxicity, "attributes": attrs,
+	})
+	if err != nil {
+		return err
+	}
+	_, err = p.p.Toxics.AddToxicJson(bytes.NewReader(body))
+	return err
 }
 
 // AddToxic adds a toxic. stream is "downstream" (server to client) or
@@ -41,13 +63,7 @@ func StartProxy(t testing.TB, upstream string) *Proxy {
 // limit_data: {"bytes": n}). A toxic applies to open connections too.
 func (p *Proxy) AddToxic(t testing.TB, name, typ, stream string, toxicity float32, attrs map[string]any) {
 	t.Helper()
-	body, err := json.Marshal(map[string]any{
-		"name": name, "type": typ, "stream": stream, "toxicity": toxicity, "attributes": attrs,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.p.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
+	if err := p.Add(name, typ, stream, toxicity, attrs); err != nil {
 		t.Fatalf("s3test: add toxic %s: %v", name, err)
 	}
 }

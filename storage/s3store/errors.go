@@ -61,7 +61,7 @@ func (e *Error) Error() string {
 		}
 		detail = append(detail, op)
 	}
-	if e.Attempts > 1 {
+	if e.Attempts > 1 && !strings.Contains(e.Reason, "attempts") {
 		detail = append(detail, fmt.Sprintf("%d attempts", e.Attempts))
 	}
 	if e.Err != nil && !e.quiet {
@@ -74,6 +74,10 @@ func (e *Error) Error() string {
 	}
 	return b.String()
 }
+
+// TableWide reports whether the error is the table's (missing bucket,
+// refused credentials) rather than one key's; see storage.IsTableWide.
+func (e *Error) TableWide() bool { return e.tableWide }
 
 // Unwrap returns the storage sentinel and the cause.
 func (e *Error) Unwrap() []error {
@@ -207,10 +211,16 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 		switch {
 		case errors.As(err, &ne) && ne.Timeout():
 			e.Reason = fmt.Sprintf("request timed out (limit %v per attempt)", s.opts.RequestTimeout)
+			// The per-attempt timeout is the store's, not the caller's:
+			// the error must not read as the caller's context expiring
+			// (errors.Is(err, context.DeadlineExceeded)), which upper
+			// layers take for an interrupted request.
+			e.Err = storeTimeout{describe(err)}
 		case errors.As(err, &be):
 			e.Reason = "response body cut short"
 		case strings.Contains(msg, "connection refused"):
 			e.Reason = "cannot connect to the S3 endpoint (connection refused)"
+			e.tableWide = true // the endpoint's problem, not the key's
 		case strings.Contains(msg, "connection reset") || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 			e.Reason = "connection lost (reset or closed by the server)"
 		default:
@@ -222,6 +232,15 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	}
 	return e
 }
+
+// storeTimeout is an attempt that ran past Options.RequestTimeout: a
+// net.Error with Timeout() true that does not unwrap to
+// context.DeadlineExceeded.
+type storeTimeout struct{ msg string }
+
+func (t storeTimeout) Error() string   { return t.msg }
+func (t storeTimeout) Timeout() bool   { return true }
+func (t storeTimeout) Temporary() bool { return true }
 
 func errNotExist(s *Store, op, key string) *Error {
 	return &Error{Location: s.loc, Op: op, Key: key, Reason: reasonNotExist, kind: storage.ErrNotExist, Permanent: true}

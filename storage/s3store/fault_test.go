@@ -200,6 +200,15 @@ func TestFaultStall(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "timed out") || !strings.Contains(err.Error(), "gave up after 4 attempts") {
 		t.Fatalf("read under a kept stall = %v", err)
 	}
+	// The caller's context did not expire: the error must not say it did
+	// (the mount would answer EINTR, "interrupted", instead of EIO).
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		t.Errorf("a store timeout matches a context error: %v", err)
+	}
+	var ne interface{ Timeout() bool }
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Errorf("a store timeout is not a timeout error: %v", err)
+	}
 	if el < 4*300*time.Millisecond || el > 4*300*time.Millisecond+2*time.Second {
 		t.Errorf("read under a kept stall failed after %v, want about 1.2 s", el)
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,53 +58,5 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-// checkGoroutines fails t if, after cleanup, more goroutines run than
-// before the test (allowing them a few seconds to end). Register it first,
-// so that it runs after every other cleanup.
-//
-// Toxiproxy's own goroutines are not counted: v2.5.0 leaks link goroutines
-// blocked on a channel send when a toxic (reset_peer, limit_data) ends a
-// stream, even after the proxy is stopped. That is the test harness, not
-// the store.
-func checkGoroutines(t *testing.T) {
-	before := countGoroutines()
-	t.Cleanup(func() {
-		var now int
-		var dump string
-		for deadline := time.Now().Add(5 * time.Second); ; {
-			now, dump = countGoroutinesDump()
-			if now <= before || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		if now > before {
-			t.Errorf("goroutine leak: %d before, %d after\n%s", before, now, dump)
-		}
-	})
-}
-
-func countGoroutines() int {
-	n, _ := countGoroutinesDump()
-	return n
-}
-
-// countGoroutinesDump counts the goroutines other than Toxiproxy's and
-// the test runner's, and returns their stacks.
-func countGoroutinesDump() (int, string) {
-	buf := make([]byte, 4<<20)
-	buf = buf[:runtime.Stack(buf, true)]
-	var keep []string
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		switch {
-		case strings.Contains(g, "github.com/Shopify/toxiproxy/"),
-			strings.Contains(g, "testing.(*T).Run("),
-			strings.Contains(g, "testing.tRunner("),
-			strings.Contains(g, "testing.(*M)."),
-			strings.Contains(g, "runtime.goexit") && strings.Contains(g, "os/signal."):
-			continue
-		}
-		keep = append(keep, g)
-	}
-	return len(keep), strings.Join(keep, "\n\n")
-}
+// checkGoroutines: see s3test.CheckGoroutines.
+func checkGoroutines(t *testing.T) { s3test.CheckGoroutines(t) }

@@ -145,9 +145,10 @@ var (
 )
 
 // New opens the table at location (s3://bucket/prefix/to/table) with the
-// CLI's options and default tuning. See NewWithOptions.
+// CLI's options (their Timeout and MaxAttempts become RequestTimeout and
+// MaxAttempts) and default tuning otherwise. See NewWithOptions.
 func New(ctx context.Context, location string, opts storage.S3Options) (*Store, error) {
-	return NewWithOptions(ctx, location, Options{S3Options: opts})
+	return NewWithOptions(ctx, location, Options{S3Options: opts, RequestTimeout: opts.Timeout, MaxAttempts: opts.MaxAttempts})
 }
 
 // NewWithOptions opens the table at location. It loads the AWS
