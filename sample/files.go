@@ -104,7 +104,7 @@ func (v *Version) schemaID() string {
 func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFile, ref FileRef) (*fileSamples, error) {
 	fs := &fileSamples{}
 	var cols []string
-	idAt, classAt, dataAt, pathAt := -1, -1, -1, -1
+	idAt, classAt, pathAt := -1, -1, -1
 	add := func(c *column) int {
 		if c == nil {
 			return -1
@@ -113,10 +113,9 @@ func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFil
 		return len(cols) - 1
 	}
 	idAt, classAt = add(r.id), add(r.class)
+	var paths []string // modeBytes with a path column: each row's path
 	if r.mode == modeBytes {
-		dataAt, pathAt = add(r.data), add(r.path)
-		fs.sizes = []int64{}
-		fs.exts = []uint8{}
+		pathAt = add(r.path)
 	}
 	classIdx := map[classVal]int32{}
 	extIdx := map[string]uint8{}
@@ -148,20 +147,33 @@ func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFil
 			}
 			fs.class = append(fs.class, ci)
 		}
-		if dataAt >= 0 {
-			var data []byte
-			switch d := vals[dataAt].(type) {
-			case []byte:
-				data = d
-			case string:
-				data = []byte(d)
+		if pathAt >= 0 {
+			p, _ := vals[pathAt].(string)
+			paths = append(paths, p)
+		}
+	}
+	if len(cols) > 0 || r.mode != modeJSON {
+		if err := v.s.opts.Rows.Scan(ctx, v.snap, f, cols, visit); err != nil {
+			return nil, err
+		}
+	}
+	if r.mode == modeBytes {
+		// Sizes and extensions come from the bytes reads will serve,
+		// fetched the way reads fetch them: the pages decoded here stay in
+		// the cache (and feed read-ahead), so a cold epoch reads the data
+		// column from storage once, not once for the index and again for
+		// the samples.
+		fs.sizes = make([]int64, 0, len(fs.rows))
+		fs.exts = make([]uint8, 0, len(fs.rows))
+		for j, row := range fs.rows {
+			data, err := v.s.opts.Fetcher.Value(ctx, ref, r.data.phys, row)
+			if err != nil {
+				return nil, err
 			}
 			fs.sizes = append(fs.sizes, int64(len(data)))
 			ext := sniffExt(data)
-			if ext == "" && pathAt >= 0 {
-				if p, ok := vals[pathAt].(string); ok {
-					ext = pathExt(p)
-				}
+			if ext == "" && paths != nil {
+				ext = pathExt(paths[j])
 			}
 			if ext == "" {
 				ext = ".bin"
@@ -177,11 +189,6 @@ func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFil
 				}
 			}
 			fs.exts = append(fs.exts, ei)
-		}
-	}
-	if len(cols) > 0 || r.mode != modeJSON {
-		if err := v.s.opts.Rows.Scan(ctx, v.snap, f, cols, visit); err != nil {
-			return nil, err
 		}
 	}
 	if r.mode == modeJSON {
