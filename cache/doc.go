@@ -52,8 +52,11 @@
 // byte budget (Options.DiskBytes) and a free-space floor (keep
 // MinFreeFraction, 5%, of the filesystem free, checked with statfs before
 // every write). Eviction is least recently used by bytes. Writes are
-// synchronous in the fetching goroutine (write, fsync, rename): when Get
-// returns, the entry is durable. Prefetch hides that cost for read-ahead.
+// synchronous in the fetching goroutine (write, fsync unless SkipFsync,
+// rename): when Get returns, the entry is in place (and durable with fsync).
+// Prefetch hides that cost for read-ahead. deltafs mounts skip the fsync
+// unless --cache-fsync: every read verifies checksums, so what fsync buys is
+// only that a just-written entry survives a power loss.
 //
 // Costs measured on the development VM (BenchmarkGet*, page cache warm):
 //
@@ -90,9 +93,11 @@
 //
 // # Crash safety
 //
-// An entry appears only by rename(2) of a fully written and fsynced temp
-// file in the same shard, so a crash leaves at worst a temp file, never a
-// partial entry under a final name. Every read verifies the header checksum,
+// An entry appears only by rename(2) of a fully written (and, unless
+// SkipFsync, fsynced) temp file in the same shard, so a process crash leaves
+// at worst a temp file, never a partial entry under a final name; after a
+// power loss without fsync a final name may hold lost data, which the
+// checksums below catch. Every read verifies the header checksum,
 // the key text, the exact file size and the payload checksum; an entry that
 // fails (bit rot, a truncation by hand, a filesystem that lost data without
 // fsync) is logged with its path, deleted and fetched again. Opening scans

@@ -60,6 +60,7 @@ type cacheFlags struct {
 	ReadAheadPages int
 	ReadAheadBytes string
 	ReadAheadReads int
+	Fsync          bool
 }
 
 func (o *cacheFlags) addFlags(f *pflag.FlagSet) {
@@ -69,6 +70,7 @@ func (o *cacheFlags) addFlags(f *pflag.FlagSet) {
 	f.IntVar(&o.ReadAheadPages, "read-ahead", 4, "pages read ahead of a shard's reads in the same data file (0: none)")
 	f.StringVar(&o.ReadAheadBytes, "read-ahead-bytes", humanize.IBytes(cache.DefaultPrefetchBytes), "bound on the bytes of read-ahead in flight")
 	f.IntVar(&o.ReadAheadReads, "read-ahead-reads", cache.DefaultPrefetchWorkers, "bound on the concurrent read-ahead reads")
+	f.BoolVar(&o.Fsync, "cache-fsync", false, "fsync each disk cache entry before it appears (a power loss then keeps just-written entries; without it a torn entry fails its checksum and is fetched again)")
 }
 
 // options turns the flags into cache options.
@@ -88,7 +90,10 @@ func (o *cacheFlags) options() (cache.Options, error) {
 	if o.ReadAheadPages < 0 || o.ReadAheadReads < 0 {
 		return cache.Options{}, errors.New("--read-ahead and --read-ahead-reads must not be negative")
 	}
-	opts := cache.Options{MemBytes: int64(memBytes), DiskBytes: int64(diskBytes), PrefetchBytes: int64(raBytes), PrefetchWorkers: o.ReadAheadReads}
+	opts := cache.Options{MemBytes: int64(memBytes), DiskBytes: int64(diskBytes), PrefetchBytes: int64(raBytes), PrefetchWorkers: o.ReadAheadReads,
+		// Every read verifies the entry's checksums: durability is all
+		// that fsync adds, and a lost entry is only a miss.
+		SkipFsync: !o.Fsync}
 	if o.ReadAheadReads == 0 || o.ReadAheadPages == 0 {
 		opts.PrefetchWorkers = -1
 	}
