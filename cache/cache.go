@@ -271,6 +271,19 @@ func (c *Cache) fill(ctx context.Context, r ref, fetch FetchFunc) ([]byte, error
 			return v, nil
 		}
 	}
+	v, err := c.fetch(ctx, r, fetch)
+	if err != nil {
+		return nil, err
+	}
+	if c.disk != nil {
+		c.disk.store(r, v)
+	}
+	c.mem.set(r.sum, v)
+	return v, nil
+}
+
+// fetch runs fetch for entry r and counts it; an error names the entry.
+func (c *Cache) fetch(ctx context.Context, r ref, fetch FetchFunc) ([]byte, error) {
 	v, err := callFetch(ctx, fetch)
 	if err != nil {
 		c.ctr.fetchErrors.Add(1)
@@ -281,10 +294,6 @@ func (c *Cache) fill(ctx context.Context, r ref, fetch FetchFunc) ([]byte, error
 	}
 	c.ctr.fetches.Add(1)
 	c.ctr.fetchedBytes.Add(uint64(len(v)))
-	if c.disk != nil {
-		c.disk.store(r, v)
-	}
-	c.mem.set(r.sum, v)
 	return v, nil
 }
 

@@ -60,16 +60,10 @@ func (c *Cache) Materialize(ctx context.Context, key Key, fetch FetchFunc) (path
 		if _, _, _, ok := c.disk.present(r); ok {
 			return nil, nil
 		}
-		v, err := callFetch(fctx, fetch)
+		v, err := c.fetch(fctx, r, fetch)
 		if err != nil {
-			c.ctr.fetchErrors.Add(1)
-			return nil, fmt.Errorf("cache: fetch %s: %w", r.text, err)
+			return nil, err
 		}
-		if v == nil {
-			v = []byte{}
-		}
-		c.ctr.fetches.Add(1)
-		c.ctr.fetchedBytes.Add(uint64(len(v)))
 		c.disk.store(r, v)
 		return nil, nil
 	})

@@ -46,12 +46,7 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 		Example: `  deltafs cat /data/mnist --limit 3
   deltafs cat s3://bucket/table --version 12 --columns id,label
   deltafs cat /data/table --at 2024-05-01T12:00:00Z`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{fmt.Errorf("want one TABLE argument, got %d", len(args))}
-			}
-			return nil
-		},
+		Args: positional("TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runCat(cmd, args[0], &o) },
 	}
 	f := c.Flags()

@@ -54,12 +54,7 @@ retries on the next version. Data files hold --rows-per-file rows each.
 Prints the committed version and the number of rows.
 
 Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return usageError{fmt.Errorf("import: want SRC TABLE, got %d arguments", len(args))}
-			}
-			return nil
-		},
+		Args: positional("SRC", "TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runImport(cmd.Context(), cmd.OutOrStdout(), o, args[0], args[1])
 		},

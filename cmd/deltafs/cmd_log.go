@@ -50,12 +50,7 @@ Exit status: 0 on success, 1 on any error (one line on stderr, naming the table,
 version and the file at fault; versions before it are printed), 2 on bad usage.`,
 		Example: `  deltafs log /data/table
   deltafs log s3://bucket/table --json`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{fmt.Errorf("want one TABLE argument, got %d", len(args))}
-			}
-			return nil
-		},
+		Args: positional("TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLog(cmd.Context(), cmd.OutOrStdout(), args[0], o)
 		},

@@ -217,8 +217,8 @@ func TestLogErrors(t *testing.T) {
 			"deltafs: " + abs("deltars-spark-variant-checkpoint") + " version 2: _delta_log/00000000000000000002.checkpoint.parquet: unsupported table protocol: reader feature \"variantType-preview\" is not supported\n"},
 		{[]string{"log", missing}, 1,
 			"deltafs: " + missing + ": _delta_log/: not a Delta table: no commit or checkpoint files\n"},
-		{[]string{"log"}, 2, "deltafs: want one TABLE argument, got 0\n"},
-		{[]string{"log", "a", "b"}, 2, "deltafs: want one TABLE argument, got 2\n"},
+		{[]string{"log"}, 2, "deltafs: log: want TABLE, got 0 arguments\n"},
+		{[]string{"log", "a", "b"}, 2, "deltafs: log: want TABLE, got 2 arguments\n"},
 	}
 	for _, c := range cases {
 		stdout, stderr, code := runLogProcess(t, c.args...)

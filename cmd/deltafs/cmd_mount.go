@@ -75,12 +75,7 @@ mount runs in the foreground and logs to stderr; SIGINT or SIGTERM unmounts it.
 
 Exit status: 0 after a clean unmount, 1 on any error (one line on stderr; nothing is
 left mounted), 2 on bad usage.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 2 {
-				return usageError{fmt.Errorf("mount: want TABLE MOUNTPOINT, got %d arguments", len(args))}
-			}
-			return nil
-		},
+		Args: positional("TABLE", "MOUNTPOINT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMount(cmd.Context(), &o, args[0], args[1])
 		},

@@ -24,12 +24,7 @@ closes (fusermount3 -u -z, MNT_DETACH), which also clears a stale mount ("transp
 endpoint is not connected") that is still in use.
 
 Exit status: 0 when MOUNTPOINT is no longer mounted, 1 on any error, 2 on bad usage.`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{fmt.Errorf("unmount: want MOUNTPOINT, got %d arguments", len(args))}
-			}
-			return nil
-		},
+		Args: positional("MOUNTPOINT"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runUnmount(args[0], lazy) },
 	}
 	c.Flags().BoolVar(&lazy, "lazy", false, "detach now, finish when the mount is no longer busy")

@@ -51,12 +51,7 @@ Exit status: 0 when every sample is cached, 1 on any error (one line on stderr),
 2 on bad usage.`,
 		Example: `  deltafs warm /data/mnist --version 3 --image 28x28 --cache-dir /nvme/deltafs
   deltafs warm s3://bucket/table --at 2024-05-01T12:00:00Z --shards 8 --shard 2`,
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageError{fmt.Errorf("warm: want TABLE, got %d arguments", len(args))}
-			}
-			return nil
-		},
+		Args: positional("TABLE"),
 		RunE: func(cmd *cobra.Command, args []string) error { return runWarm(cmd, args[0], &o) },
 	}
 	f := c.Flags()

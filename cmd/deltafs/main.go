@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -69,6 +70,17 @@ var s3Retries int
 type usageError struct{ error }
 
 func (u usageError) Unwrap() error { return u.error }
+
+// positional checks a command's arguments: exactly the ones named, else a
+// usage error such as "mount: want TABLE MOUNTPOINT, got 1 arguments".
+func positional(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != len(names) {
+			return usageError{fmt.Errorf("%s: want %s, got %d arguments", cmd.Name(), strings.Join(names, " "), len(args))}
+		}
+		return nil
+	}
+}
 
 // openTable opens the Delta table at a location (path or URL).
 func openTable(ctx context.Context, location string) (*snapshot.Table, error) {
