@@ -162,7 +162,7 @@ func mnistWorkload(b *bench) error {
 		}
 		b.add(w+"/imagefolder/local disk epoch 1", "samples/s", rates[0])
 		b.add(w+"/imagefolder/local disk epoch 2", "samples/s", rates[1])
-		if err := b.randomSample(w, table, "pixels"); err != nil {
+		if err := b.randomSample(w, table, "pixels", "--image", "28x28", "--class-column", "label"); err != nil {
 			return err
 		}
 	}
@@ -173,14 +173,17 @@ func mnistWorkload(b *bench) error {
 // with an empty cache (listing _samples.tsv), then reads one random sample
 // and records what it cost in data-file bytes and reads, beside its bound:
 // the largest data page of its file plus the file's tail read (footer and
-// page index, in one read of at least tailRead bytes).
-func (b *bench) randomSample(w, table, column string) error {
+// page index, in one read of at least tailRead bytes). The mount serves
+// the samples with flags: a spec whose sizes need no data (--image) keeps
+// the data column out of the index, while in bytes mode listing a shard
+// decodes its data pages (exact sizes), which a sample then finds cached.
+func (b *bench) randomSample(w, table, column string, flags ...string) error {
 	cache, err := os.MkdirTemp(b.out, "cache-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(cache)
-	m, err := b.mount(table, "--cache-dir", cache)
+	m, err := b.mount(table, append(flags, "--cache-dir", cache)...)
 	if err != nil {
 		return err
 	}
