@@ -107,9 +107,36 @@ type openFile struct {
 	err   error
 	start []int64 // first row of each row group; start[len] = rows
 
-	mu     sync.Mutex
-	staged []stagedRange  // guarded by mu; page bytes read ahead of decoding
-	ahead  map[string]int // guarded by mu; column chunk -> last page offered to read-ahead
+	mu      sync.Mutex
+	staged  []stagedRange         // guarded by mu; page bytes read ahead of decoding
+	ahead   map[string]int        // guarded by mu; column chunk -> last page offered to read-ahead
+	batches map[string]*pageBatch // guarded by mu; page (column, row group/page) -> the read-ahead batch holding it until its entry is filled
+}
+
+// batch returns the read-ahead batch that holds page unit of column, if any:
+// a reader that misses the cache takes the page from it (starting its read
+// if it has not started) instead of reading the page again.
+func (of *openFile) batch(column, unit string) *pageBatch {
+	of.mu.Lock()
+	defer of.mu.Unlock()
+	return of.batches[column+"\x00"+unit]
+}
+
+// setBatch records that batch b holds page unit of column.
+func (of *openFile) setBatch(column, unit string, b *pageBatch) {
+	of.mu.Lock()
+	defer of.mu.Unlock()
+	if of.batches == nil {
+		of.batches = map[string]*pageBatch{}
+	}
+	of.batches[column+"\x00"+unit] = b
+}
+
+// dropBatch forgets the batch of page unit once the page's entry is filled.
+func (of *openFile) dropBatch(column, unit string) {
+	of.mu.Lock()
+	defer of.mu.Unlock()
+	delete(of.batches, column+"\x00"+unit)
 }
 
 // stagedRange is one page's bytes, read with one ranged read before
@@ -295,8 +322,14 @@ func (p *PageFetcher) Value(ctx context.Context, ref FileRef, column string, row
 	}
 	key := p.pageKey(ref, column, unit)
 	blob, err := p.cache.Get(ctx, key, func(ctx context.Context) ([]byte, error) {
-		return p.readPages(ctx, of, ref, cc, pageFirst, pageOff, pageLen, nil)
+		var raw func() ([]byte, error)
+		if b := of.batch(column, unit); b != nil {
+			// Read ahead already, or about to be: one read for both.
+			raw = func() ([]byte, error) { return b.get(ctx, pi) }
+		}
+		return p.readPages(ctx, of, ref, cc, pageFirst, pageOff, pageLen, raw)
 	})
+	of.dropBatch(column, unit)
 	// Read ahead when a reader enters a page at its first row, as a reader
 	// in shard order does: not on every row, and not for a random sample
 	// in the middle of a page (it would cost a random reader pages it
@@ -344,13 +377,18 @@ func (p *PageFetcher) prefetch(of *openFile, ref FileRef, column string, rgi int
 	}
 	for j := from + 1; j <= pi+p.readAhead && j < oi.NumPages(); j++ {
 		first, off, n := oi.FirstRowIndex(j), oi.Offset(j), oi.CompressedPageSize(j)
-		key := p.pageKey(ref, column, strconv.Itoa(rgi)+"/"+strconv.Itoa(j))
+		unit := strconv.Itoa(rgi) + "/" + strconv.Itoa(j)
+		key := p.pageKey(ref, column, unit)
+		batch.accept(j)
+		of.setBatch(column, unit, batch)
 		if !p.pf.Prefetch(key, n, func(ctx context.Context) ([]byte, error) {
+			defer of.dropBatch(column, unit)
 			return p.readPages(ctx, of, ref, cc, first, off, n, func() ([]byte, error) { return batch.get(ctx, j) })
 		}) {
+			batch.unaccept(j)
+			of.dropBatch(column, unit)
 			break // bound reached or already in memory: the rest waits
 		}
-		batch.accept(j)
 		p.ahead.Add(1)
 		last = j
 	}
@@ -379,6 +417,13 @@ type pageBatch struct {
 func (b *pageBatch) accept(j int) {
 	b.mu.Lock()
 	b.accepted[j] = true
+	b.mu.Unlock()
+}
+
+// unaccept takes back page j, which the cache declined.
+func (b *pageBatch) unaccept(j int) {
+	b.mu.Lock()
+	delete(b.accepted, j)
 	b.mu.Unlock()
 }
 

@@ -242,7 +242,7 @@ func TestPageFetcherReadAhead(t *testing.T) {
 // neighbouring ranges), counting requests and the ranges they carried.
 type rangeStore struct {
 	*countedStore
-	rangeCalls, rangesRead, widest atomic.Int64
+	rangeCalls, rangesRead, widest, rangeBytes atomic.Int64
 }
 
 func (r *rangeStore) ReadRanges(ctx context.Context, key string, rs []storage.Range) ([][]byte, error) {
@@ -257,6 +257,7 @@ func (r *rangeStore) ReadRanges(ctx context.Context, key string, rs []storage.Ra
 		if _, err := r.countedStore.Storage.ReadAt(ctx, key, b, g.Off); err != nil {
 			return nil, err
 		}
+		r.rangeBytes.Add(g.Len)
 		out[i] = b
 	}
 	return out, nil
@@ -289,6 +290,18 @@ func TestPageFetcherCoalescesReadAhead(t *testing.T) {
 	}
 	if s := p.Stats(); s.PagesDecoded != pages {
 		t.Errorf("%d pages decoded, want %d", s.PagesDecoded, pages)
+	}
+	// Each page's bytes are read once: a reader that reaches a page whose
+	// read-ahead batch has not filled its entry yet takes it from the batch.
+	var pageBytes int64
+	for j := range oi.NumPages() {
+		pageBytes += oi.CompressedPageSize(j)
+	}
+	rs.mu.Lock()
+	tail := rs.ranges[0][1] // the open's read of footer and page index
+	rs.mu.Unlock()
+	if got := rs.bytes.Load() + rs.rangeBytes.Load() - tail; got != pageBytes {
+		t.Errorf("read %d bytes of pages, want each of the %d pages once: %d bytes", got, pages, pageBytes)
 	}
 	t.Logf("%d pages: %d single reads, %d range reads of %d ranges (widest %d)", pages, rs.reads.Load(), rs.rangeCalls.Load(), rs.rangesRead.Load(), rs.widest.Load())
 }
