@@ -42,7 +42,10 @@
 // opens, so a second epoch over a version is served by the page cache with
 // zero FUSE requests per file (no LOOKUP, GETATTR, OPEN, READ, FLUSH,
 // RELEASE or GETXATTR; only an OPENDIR and RELEASEDIR per directory listed,
-// TestWarmPassNoRequests). (Writes never get that far: the mount is "ro", and
+// TestWarmPassNoRequests). One exception comes from callers: the kernel
+// forwards every ioctl on a FUSE file, whatever the server answered before,
+// so CPython's open(), which asks isatty (TCGETS) on every file, costs one
+// IOCTL round trip per open. (Writes never get that far: the mount is "ro", and
 // the kernel answers EROFS.) Extended attributes are disabled (no getxattr
 // per stat) unless Options.Xattrs asks for the extent attribute, and
 // go-fuse's readdirplus fills attributes while listing, so the per-file
