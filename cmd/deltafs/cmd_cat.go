@@ -4,9 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -18,8 +16,7 @@ func init() { rootCmd.AddCommand(newCatCmd()) }
 
 // catOptions are the flags of `deltafs cat`.
 type catOptions struct {
-	version int64
-	at      string
+	versionFlags
 	columns string
 	limit   int64
 }
@@ -50,8 +47,7 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 		RunE: func(cmd *cobra.Command, args []string) error { return runCat(cmd, args[0], &o) },
 	}
 	f := c.Flags()
-	f.Int64Var(&o.version, "version", -1, "table version to print (default: the latest)")
-	f.StringVar(&o.at, "at", "", "print the version current at TIME (RFC 3339 or Unix milliseconds)")
+	o.versionFlags.addFlags(f, "print", true)
 	f.StringVar(&o.columns, "columns", "", "comma-separated columns to print, in that order (default: all)")
 	f.Int64Var(&o.limit, "limit", -1, "print at most this many rows (default: all)")
 	return c
@@ -62,20 +58,8 @@ var errLimit = errors.New("limit reached")
 
 func runCat(cmd *cobra.Command, location string, o *catOptions) error {
 	ctx := cmd.Context()
-	flags := cmd.Flags()
-	if flags.Changed("version") && flags.Changed("at") {
-		return usageError{errors.New("--version and --at exclude each other")}
-	}
-	if flags.Changed("version") && o.version < 0 {
-		return usageError{fmt.Errorf("--version %d: want a version number >= 0", o.version)}
-	}
-	var at time.Time
-	if flags.Changed("at") {
-		t, err := parseCatTime(o.at)
-		if err != nil {
-			return usageError{err}
-		}
-		at = t
+	if err := o.versionFlags.check(cmd, false); err != nil {
+		return err
 	}
 	columns, err := parseColumns(o.columns)
 	if err != nil {
@@ -86,11 +70,9 @@ func runCat(cmd *cobra.Command, location string, o *catOptions) error {
 	if err != nil {
 		return err
 	}
-	version := o.version
-	if !at.IsZero() {
-		if version, err = tbl.VersionAt(ctx, at); err != nil {
-			return err
-		}
+	version, err := o.resolve(ctx, tbl)
+	if err != nil {
+		return err
 	}
 	snap, err := tbl.Snapshot(ctx, version)
 	if err != nil {
@@ -136,18 +118,6 @@ func scanErr(table string, version int64, err error) error {
 		return fmt.Errorf("%s version %d: %s: %w", table, fe.Version, fe.Path, fe.Err)
 	}
 	return fmt.Errorf("%s version %d: %w", table, version, err)
-}
-
-// parseCatTime reads --at: RFC 3339, or Unix milliseconds.
-func parseCatTime(s string) (time.Time, error) {
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.UnixMilli(ms), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("--at %q: want RFC 3339 (2024-05-01T12:00:00Z) or Unix milliseconds", s)
-	}
-	return t, nil
 }
 
 // parseColumns reads --columns: names separated by commas.

@@ -24,8 +24,7 @@ func init() { rootCmd.AddCommand(newWarmCmd()) }
 type warmOptions struct {
 	specFlags
 	cacheFlags
-	version  int64
-	at       string
+	versionFlags
 	shard    int
 	parallel int
 	quiet    bool
@@ -55,8 +54,7 @@ Exit status: 0 when every sample is cached, 1 on any error (one line on stderr),
 		RunE: func(cmd *cobra.Command, args []string) error { return runWarm(cmd, args[0], &o) },
 	}
 	f := c.Flags()
-	f.Int64Var(&o.version, "version", -1, "the version to warm")
-	f.StringVar(&o.at, "at", "", "warm the version current at TIME (RFC 3339 or Unix milliseconds)")
+	o.versionFlags.addFlags(f, "warm", false)
 	f.IntVar(&o.shard, "shard", -1, "warm only this shard (0 .. --shards-1; default: all)")
 	f.IntVar(&o.parallel, "parallel", 4, "samples read at once")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress bar")
@@ -68,25 +66,14 @@ Exit status: 0 when every sample is cached, 1 on any error (one line on stderr),
 func runWarm(cmd *cobra.Command, location string, o *warmOptions) error {
 	ctx := cmd.Context()
 	flags := cmd.Flags()
-	if flags.Changed("version") == flags.Changed("at") {
-		return usageError{errors.New("warm: give exactly one of --version and --at")}
-	}
-	if flags.Changed("version") && o.version < 0 {
-		return usageError{fmt.Errorf("--version %d: want a version number >= 0", o.version)}
+	if err := o.versionFlags.check(cmd, true); err != nil {
+		return err
 	}
 	if o.shard >= o.Shards || (flags.Changed("shard") && o.shard < 0) {
 		return usageError{fmt.Errorf("--shard %d: want 0 .. %d (--shards %d)", o.shard, o.Shards-1, o.Shards)}
 	}
 	if o.parallel < 1 {
 		return usageError{fmt.Errorf("--parallel %d: want at least 1", o.parallel)}
-	}
-	var at time.Time
-	if flags.Changed("at") {
-		t, err := parseCatTime(o.at)
-		if err != nil {
-			return usageError{err}
-		}
-		at = t
 	}
 	if o.CacheDir == "none" {
 		return usageError{errors.New("warm: --cache-dir none: there is no disk cache to fill")}
@@ -96,11 +83,9 @@ func runWarm(cmd *cobra.Command, location string, o *warmOptions) error {
 		return err
 	}
 	defer stk.Close()
-	version := o.version
-	if !at.IsZero() {
-		if version, err = stk.table.VersionAt(ctx, at); err != nil {
-			return withLocation(location, err)
-		}
+	version, err := o.resolve(ctx, stk.table)
+	if err != nil {
+		return withLocation(location, err)
 	}
 	ver, err := stk.samples.Version(ctx, version)
 	if err != nil {

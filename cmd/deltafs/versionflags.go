@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/deltafs/deltafs/snapshot"
+)
+
+// versionFlags are --version and --at, which pick the table version a
+// command works on.
+type versionFlags struct {
+	version int64
+	at      string
+	when    time.Time // --at, parsed by check; zero without it
+}
+
+// addFlags adds --version and --at to a command that does verb to the
+// version ("print", "warm"). With latest, a command given neither works on
+// the latest version; without, it must be given one (check).
+func (o *versionFlags) addFlags(f *pflag.FlagSet, verb string, latest bool) {
+	help := "table version to " + verb
+	if latest {
+		help += " (default: the latest)"
+	}
+	f.Int64Var(&o.version, "version", -1, help)
+	f.StringVar(&o.at, "at", "", verb+" the version current at TIME (RFC 3339 or Unix milliseconds)")
+}
+
+// check validates the flags of cmd and parses --at; errors are
+// usageErrors. required: exactly one of --version and --at is needed.
+func (o *versionFlags) check(cmd *cobra.Command, required bool) error {
+	flags := cmd.Flags()
+	hasVersion, hasAt := flags.Changed("version"), flags.Changed("at")
+	switch {
+	case required && hasVersion == hasAt:
+		return usageError{fmt.Errorf("%s: give exactly one of --version and --at", cmd.Name())}
+	case hasVersion && hasAt:
+		return usageError{errors.New("--version and --at exclude each other")}
+	case hasVersion && o.version < 0:
+		return usageError{fmt.Errorf("--version %d: want a version number >= 0", o.version)}
+	}
+	if hasAt {
+		t, err := parseTime(o.at)
+		if err != nil {
+			return usageError{err}
+		}
+		o.when = t
+	}
+	return nil
+}
+
+// resolve returns the version the flags pick in tbl: --version, the
+// version current at --at, or -1 (the latest) for neither.
+func (o *versionFlags) resolve(ctx context.Context, tbl *snapshot.Table) (int64, error) {
+	if o.when.IsZero() {
+		return o.version, nil
+	}
+	return tbl.VersionAt(ctx, o.when)
+}
+
+// parseTime reads --at: RFC 3339, or Unix milliseconds.
+func parseTime(s string) (time.Time, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return time.UnixMilli(ms), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--at %q: want RFC 3339 (2024-05-01T12:00:00Z) or Unix milliseconds", s)
+	}
+	return t, nil
+}
