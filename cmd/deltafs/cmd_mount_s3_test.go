@@ -251,28 +251,26 @@ func compareS3Table(t *testing.T, bin, endpoint, bucket, name, local string) {
 // TestMountS3DeltaTables: every table of testdata/delta in an in-process
 // gofakes3.
 func TestMountS3DeltaTables(t *testing.T) {
-	bin := mounttest.Binary(t)
 	mounttest.RequireFUSE(t)
-	endpoint := s3test.StartGofakes3(t)
-	s3Env(t, endpoint)
-	names := deltaTableNames(t)
-	local := uploadTables(t, endpoint, "delta", names)
-	for _, name := range names {
-		t.Run(name, func(t *testing.T) { compareS3Table(t, bin, endpoint, "delta", name, local[name]) })
-	}
+	compareS3Tables(t, s3test.StartGofakes3(t), "delta", deltaTableNames(t))
 }
 
 // TestMountS3DeltaTablesMoto: a few tables in moto_server, a second S3
 // implementation (slow GETs: kept small).
 func TestMountS3DeltaTablesMoto(t *testing.T) {
-	bin := mounttest.Binary(t)
 	mounttest.RequireFUSE(t)
-	endpoint := s3test.StartMoto(t)
+	compareS3Tables(t, s3test.StartMoto(t), "delta-moto",
+		[]string{"dat-with_checkpoint", "golden-dv-partitioned-with-checkpoint", "deltars-table_with_column_mapping"})
+}
+
+// compareS3Tables uploads the named tables to bucket at endpoint and
+// compares each, mounted over S3, with the same table on local disk.
+func compareS3Tables(t *testing.T, endpoint, bucket string, names []string) {
+	bin := mounttest.Binary(t)
 	s3Env(t, endpoint)
-	names := []string{"dat-with_checkpoint", "golden-dv-partitioned-with-checkpoint", "deltars-table_with_column_mapping"}
-	local := uploadTables(t, endpoint, "delta-moto", names)
+	local := uploadTables(t, endpoint, bucket, names)
 	for _, name := range names {
-		t.Run(name, func(t *testing.T) { compareS3Table(t, bin, endpoint, "delta-moto", name, local[name]) })
+		t.Run(name, func(t *testing.T) { compareS3Table(t, bin, endpoint, bucket, name, local[name]) })
 	}
 }
 
