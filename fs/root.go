@@ -437,13 +437,10 @@ func (f *statsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, ui
 	if flags&(syscall.O_WRONLY|syscall.O_RDWR) != 0 {
 		return nil, 0, syscall.EROFS
 	}
-	// Each open reads its own rendering, past the page cache (direct I/O:
-	// reads go to Read up to EOF, whatever size the kernel has cached).
-	return &statsHandle{data: f.render()}, fuse.FOPEN_DIRECT_IO, 0
+	// No open state: every read from offset 0 renders afresh (Read), and
+	// ENOSYS is what sample files answer too (zero-message open).
+	return nil, 0, syscall.ENOSYS
 }
-
-// statsHandle is one open of the stats file: the rendering it reads.
-type statsHandle struct{ data []byte }
 
 // Read implements gofs.NodeReader.
 func (f *statsFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
