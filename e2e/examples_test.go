@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -91,24 +89,6 @@ func TestExampleDDP(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a bytes.Buffer safe for a writer and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestDemoScript runs scripts/demo.sh (what `make demo` runs) with the test
 // binary and a temporary work directory, waits until it serves, then sends
 // Ctrl-C (SIGINT to its process group): it exits 0 and leaves nothing
@@ -121,7 +101,7 @@ func TestDemoScript(t *testing.T) {
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "DELTAFS_BIN="+bin, "DEMO_DIR="+work)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out lockedBuffer
+	var out mounttest.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

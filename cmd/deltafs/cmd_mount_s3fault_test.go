@@ -33,24 +33,6 @@ import (
 // with EIO (never EINTR, never a hang) and a log line, while the mount
 // keeps serving. Afterwards no goroutine, request or connection is left.
 
-// lockedLog collects the mount's log lines.
-type lockedLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // inProcMount is runMount serving a mount point in this process.
 type inProcMount struct {
 	dir    string
@@ -231,7 +213,7 @@ func TestMountS3Faults(t *testing.T) {
 	proxy := s3test.StartProxy(t, fake.Endpoint)
 	s3test.UploadDir(t, fake.Endpoint, "train", "mnist", table.dir)
 	s3Env(t, fake.Endpoint)
-	var logs lockedLog
+	var logs mounttest.SyncBuffer
 	saved, savedLog := global.storage, slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
 	t.Cleanup(func() { global.storage = saved; slog.SetDefault(savedLog) })

@@ -101,7 +101,7 @@ func Mounted(dir string) bool {
 type Mount struct {
 	Dir    string
 	cmd    *exec.Cmd
-	log    *syncBuffer
+	log    *SyncBuffer
 	exited chan struct{}
 	err    error // Wait's result, once exited is closed
 }
@@ -148,18 +148,20 @@ func (m *Mount) Wait(timeout time.Duration) (exited bool, err error) {
 	}
 }
 
-type syncBuffer struct {
+// SyncBuffer is a bytes.Buffer safe for concurrent Write and String: the
+// output of a child process or a logger, read while it is written.
+type SyncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
+func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.Write(p)
 }
 
-func (s *syncBuffer) String() string {
+func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
@@ -196,7 +198,7 @@ func Start(t testing.TB, bin, table string, flags ...string) *Mount {
 // exists, or an error (with the server's output) when it exits first or
 // takes 60 s.
 func StartAt(bin, table, dir string, flags ...string) (*Mount, error) {
-	m := &Mount{Dir: dir, log: &syncBuffer{}, exited: make(chan struct{})}
+	m := &Mount{Dir: dir, log: &SyncBuffer{}, exited: make(chan struct{})}
 	m.cmd = exec.Command(bin, append([]string{"mount", table, dir}, flags...)...)
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	if err := m.cmd.Start(); err != nil {
