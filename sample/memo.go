@@ -74,10 +74,3 @@ func (m *memo[K, V]) forget(k memoKey[K, V]) {
 	}
 	m.mu.Unlock()
 }
-
-// len is the number of entries (live or being built).
-func (m *memo[K, V]) len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.m)
-}

@@ -51,12 +51,6 @@ func forgetInterned(c internCleanup) {
 	c.in.mu.Unlock()
 }
 
-func (in *interner) len() int {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return len(in.m)
-}
-
 // sameAdd reports whether the new add action b of a logical file can be
 // served by the shared old one: same content, and old statistics at least
 // as complete. dataChange is left out: checkpoints rewrite it.

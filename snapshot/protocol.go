@@ -52,18 +52,6 @@ func CheckProtocol(p *Protocol) error {
 	return nil
 }
 
-// hasReaderFeature reports whether the protocol enables a reader feature
-// (listed under reader version 3; implied by version 2 for column mapping).
-func (p *Protocol) hasReaderFeature(name string) bool {
-	if p == nil {
-		return false
-	}
-	if p.MinReaderVersion == 2 && name == "columnMapping" {
-		return true
-	}
-	return slices.Contains(p.ReaderFeatures, name)
-}
-
 func (p *Protocol) String() string {
 	s := fmt.Sprintf("reader %d, writer %d", p.MinReaderVersion, p.MinWriterVersion)
 	if len(p.ReaderFeatures) > 0 {

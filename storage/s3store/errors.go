@@ -242,10 +242,6 @@ func (t storeTimeout) Error() string   { return t.msg }
 func (t storeTimeout) Timeout() bool   { return true }
 func (t storeTimeout) Temporary() bool { return true }
 
-func errNotExist(s *Store, op, key string) *Error {
-	return &Error{Location: s.loc, Op: op, Key: key, Reason: reasonNotExist, kind: storage.ErrNotExist, Permanent: true}
-}
-
 func errChanged(s *Store, op, key, detail string) *Error {
 	r := reasonChanged
 	if detail != "" {
