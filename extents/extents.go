@@ -156,9 +156,6 @@ func (s *Source) Manifest(ctx context.Context, sh *sample.Shard, materialize boo
 	entries := make([]gds.ManifestEntry, 0, n)
 	positions := make([]int, 0, n)
 	for pos := range n {
-		if sh.Err(pos) != nil {
-			continue
-		}
 		e, err := s.predicted(sh, pos)
 		if err != nil {
 			return nil, err

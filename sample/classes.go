@@ -88,7 +88,7 @@ func (v *Version) classWidth(ctx context.Context, r *resolved, l *layout) (int, 
 // No I/O: the range is the one classWidth computed, the shard's classes
 // are its folder names. Called with v.mu held.
 func (v *Version) lacksExtremes(sh *Shard) (lo, hi float64, shLo, shHi float64, lacks bool) {
-	if sh.r.class == nil || !sh.r.class.numeric || v.width == nil || !v.width.any || !v.widthExact || len(sh.root) > 0 {
+	if sh.r.class == nil || !sh.r.class.numeric || v.width == nil || !v.width.any || !v.widthExact {
 		return 0, 0, 0, 0, false
 	}
 	var cr classRange
@@ -178,5 +178,18 @@ func className(cv classVal, numeric bool, width int) string {
 	if numeric && width > 0 {
 		s = padNumeric(s, width)
 	}
-	return fitName(EscapeName(s), "")
+	name := fitName(EscapeName(s), "")
+	if reserved(name) {
+		name = escapeFirst(name)
+	}
+	return name
+}
+
+// numericString is a class value's number, if it has one.
+func numericString(cv classVal) (float64, bool) {
+	if cv.null {
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(cv.s, 64)
+	return x, err == nil && !math.IsNaN(x) && !math.IsInf(x, 0)
 }

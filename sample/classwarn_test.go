@@ -12,8 +12,9 @@ import (
 	"github.com/deltafs/deltafs/sample/memtable"
 )
 
-// TestShardClassWarning: shards of a class-clustered version hold different
-// class folders, and building them logs one warning; a version whose rows
+// TestShardClassWarning: with the contiguous layout, shards of a
+// class-clustered version hold different class folders, and building them
+// logs one warning; a version whose rows
 // mix the classes logs none. With numeric classes a single shard suffices
 // (it lacks the version's smallest or largest class, as on a node that
 // lists only its own shard); with string classes two shards are compared.
@@ -26,7 +27,7 @@ func TestShardClassWarning(t *testing.T) {
 		var logs bytes.Buffer
 		tbl := memtable.New("id:long", "label:"+typ, "pixels:binary")
 		tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a.parquet", Rows: rowsOf(30, 0, label, img)}}, nil, nil)
-		opts := tbl.Options(sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label", Shards: 3})
+		opts := tbl.Options(sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label", Shards: 3, Layout: sample.LayoutContiguous})
 		opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		s, err := sample.New(opts)
 		if err != nil {

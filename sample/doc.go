@@ -32,25 +32,47 @@
 // reversibly by EscapeName (%XX for '%', '~', '/', NUL, control bytes and
 // invalid UTF-8; a leading '.'; "" becomes "%"), and names longer than 255
 // bytes keep a prefix plus "~h" and 16 hex digits of a hash. A null id is
-// "__null__". Rows sharing an id in a shard are all kept: the first keeps
-// the name, later ones become <id>~1<ext>, <id>~2<ext>, ... ('~' never
-// appears in an escaped id), with one warning per version and shard.
+// "__null__"; the text "__null__" escapes its first byte ("%5F_null__"), so
+// the two never meet. Names deltafs gives its own entries (_samples.tsv,
+// _extents.tsv) are never given to a sample or a class folder: a value that
+// would take one escapes its first byte too. Rows sharing an id in a shard
+// are all kept: the first keeps the name, later ones become <id>~1<ext>,
+// <id>~2<ext>, ... ('~' never appears in an escaped id), with one warning
+// per version and shard.
 //
 // With a class column, samples live in <class>/<id><ext>. Integral floats
 // print as integers; a numeric class column is zero-padded to the digits of
-// the version's largest value (from the log's statistics or partition
-// values when present, else a scan of that column alone), so every shard
-// names classes alike and ImageFolder's sorted class_to_idx equals the
-// label; negative classes are not padded. Nulls go to "__null__".
+// the version's largest value, so every shard names classes alike and
+// ImageFolder's sorted class_to_idx equals the label; negative classes are
+// not padded. Nulls go to "__null__".
 //
 // # Shards
 //
-// A version's data files, in snapshot order (sorted by path), have their
-// live rows concatenated; shard k of S holds the global range
-// [k*N/S, (k+1)*N/S), so sizes differ by at most one and every sample is in
-// exactly one shard. Live row counts come from the log (AddFile.LiveRows),
-// else from the Parquet footer less the deletion vector's cardinality, so a
-// shard reads only the data files it overlaps: about 1/S of them.
+// A version's data files are taken in append order: by the add action's
+// modificationTime, then path, so that files added by a later commit come
+// after the ones already there. Two layouts split their live rows into S
+// shards whose sizes differ by at most one, every sample in exactly one
+// shard:
+//
+//   - balanced (the default with a class column): each class's rows are
+//     dealt round-robin across the shards, the remainders of all classes
+//     dealt evenly after them (see deal). Every shard holds every class
+//     with at least S samples, so every rank's ImageFolder numbers the
+//     classes alike; an append moves only remainder rows (fewer than S per
+//     class). The cost: every shard indexes every data file, and reads the
+//     pages its rows lie in, which for samples smaller than a page is
+//     nearly every page (ranks of one node share the mount's cache).
+//     Classes with fewer than S samples are missing from some shards: a
+//     warning says so.
+//   - contiguous (the default without a class column; --shard-layout
+//     contiguous): shard k holds the global range [k*N/S, (k+1)*N/S) of the
+//     rows in append order, placed by the live row counts of the log (else
+//     of the Parquet footer less the deletion vector), so a shard reads
+//     only the data files it overlaps: about 1/S of them. With a class
+//     column, shards may hold different classes (a warning says so).
+//
+// Within a shard, samples are in append order (file, then row), and
+// Shard.Global numbers them uniquely within the version.
 //
 // # Laziness and sharing
 //
@@ -74,9 +96,25 @@
 //
 // # Errors
 //
-// A data file that cannot be read (vacuumed away, corrupt) makes only its
-// samples fail: they are still listed (with derived names, at the shard
-// root), and reading them returns a FileError wrapping the cause
-// (storage.ErrNotExist for a vacuumed file), logged with the file and
-// version.
+// A shard is served whole or not at all. A data file it needs that cannot
+// be indexed — vacuumed away, truncated, corrupt, its deletion vector
+// missing or damaged, or holding another number of live rows than the log
+// (or footer) claims — fails the shard with a FileError naming the table,
+// the version, the file and the cause ("TABLE version N: data file F:
+// cause"); the mount answers EIO to its listing and lookups. Nothing is
+// sized by a claim before it is checked against what the file holds.
+// Failures are not remembered: a later listing tries again. With
+// Spec.SkipUnreadable (--skip-unreadable) such files are left out instead,
+// with one warning each: the shards are then smaller, and with a balanced
+// layout nodes that see different failures would deal differently.
+//
+// A file that fails after its shard was built (vacuumed since, a corrupt
+// page) fails the samples read from it with a FileError; a row whose raw
+// pixels have the wrong length fails with a SampleError: never a wrong
+// image.
+//
+// Every cache key of a data file carries its store identity (FileRef.ID:
+// the ETag, else size and modification time), so a file replaced by
+// another of the same name and size is never served from the old one's
+// entries.
 package sample

@@ -9,15 +9,17 @@ import (
 var ErrNotExist = errors.New("no such sample")
 
 // FileError is a data file that could not be read (vacuumed away, corrupt,
-// unreachable): only the samples of that file fail.
+// unreachable, or holding other rows than the log says). It prints as one
+// line naming the table, the version, the file and the cause.
 type FileError struct {
+	Table   string
 	Version int64
 	Path    string
 	Err     error
 }
 
 func (e *FileError) Error() string {
-	return fmt.Sprintf("version %d: data file %s: %v", e.Version, e.Path, e.Err)
+	return fmt.Sprintf("%s version %d: data file %s: %v", e.Table, e.Version, e.Path, e.Err)
 }
 
 func (e *FileError) Unwrap() error { return e.Err }
@@ -25,6 +27,7 @@ func (e *FileError) Unwrap() error { return e.Err }
 // SampleError is one sample that cannot be produced, for example raw pixels
 // of the wrong length: the sample fails, never a wrong image.
 type SampleError struct {
+	Table   string
 	Version int64
 	Path    string
 	Row     int64
@@ -32,7 +35,7 @@ type SampleError struct {
 }
 
 func (e *SampleError) Error() string {
-	return fmt.Sprintf("version %d: data file %s row %d: %v", e.Version, e.Path, e.Row, e.Err)
+	return fmt.Sprintf("%s version %d: data file %s row %d: %v", e.Table, e.Version, e.Path, e.Row, e.Err)
 }
 
 func (e *SampleError) Unwrap() error { return e.Err }

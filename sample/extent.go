@@ -9,12 +9,10 @@ import (
 // the data file and its size, the physical row, and what of the spec shapes
 // the bytes (the data column; the image encoding and shape; for JSON samples
 // the schema). Versions and shards sharing a data file share the keys. It
-// fails with the data file's error when the file is unreadable.
+// never fails: the shard was built from readable files (the error is for
+// callers that treat keys uniformly).
 func (sh *Shard) SampleKey(pos int) (CacheKey, error) {
 	sg, li := sh.seg(pos)
-	if sg.fs.err != nil {
-		return CacheKey{}, sg.fs.err
-	}
 	unit := strconv.FormatInt(sg.fs.rows[li], 10)
 	var col string
 	switch sh.r.mode {
@@ -26,7 +24,7 @@ func (sh *Shard) SampleKey(pos int) (CacheKey, error) {
 	case modeJSON:
 		col = "json:" + sh.v.schemaID()
 	}
-	return CacheKey{Kind: "sample", File: sg.ref.Path, Version: strconv.FormatInt(sg.ref.Size, 10), Column: col, Unit: unit}, nil
+	return CacheKey{Kind: "sample", File: sg.ref.Path, Version: sg.ref.identity(), Column: col, Unit: unit}, nil
 }
 
 // ExtentsName is the name of a shard's extent manifest (package extents,

@@ -11,9 +11,10 @@ import (
 
 // fileSamples is the sample metadata of one data file under one resolved
 // spec: its live rows, their ids, classes, sizes and extensions. It depends
-// only on (file path, deletion vector, spec identity) — and, for JSON
+// only on (file identity, deletion vector, spec identity) — and, for JSON
 // samples, the schema — so versions sharing a file share it.
 type fileSamples struct {
+	ref     FileRef // the file, with its storage identity
 	n       int
 	rows    []int64    // physical row index of each live row, ascending
 	stems   []string   // escaped, length-bounded ids
@@ -23,7 +24,6 @@ type fileSamples struct {
 	exts    []uint8    // index into extTab; nil when the mode fixes the extension
 	extTab  []string
 	jsonKey CacheKey // modeJSON: the rendered rows of the file
-	err     error    // non-nil: the file could not be read; its samples fail
 	mem     int64    // estimated bytes held
 }
 
@@ -41,28 +41,28 @@ func (fs *fileSamples) ext(r *resolved, i int) string {
 }
 
 // fileKey is the memo key of a file's sample metadata.
-func fileKey(f *snapshot.AddFile, r *resolved, schemaID string) string {
-	k := f.Path + "\x00" + f.DeletionVector.UniqueID() + "\x00" + r.key
+func fileKey(f *snapshot.AddFile, ref FileRef, r *resolved, schemaID string) string {
+	k := f.Path + "\x00" + ref.identity() + "\x00" + f.DeletionVector.UniqueID() + "\x00" + r.key
 	if r.mode == modeJSON {
 		k += "\x00" + schemaID
 	}
 	return k
 }
 
-// fileSamples returns file i's sample metadata, building it on first use.
-// A file that cannot be read gives metadata with err set and n rows named
-// by derived ids, so its samples are listed and fail when read.
-func (v *Version) fileSamples(ctx context.Context, r *resolved, l *layout, i int) *fileSamples {
+// fileSamples returns file i's sample metadata, building it on first use,
+// or a FileError: the file cannot be read, or holds a different number of
+// live rows than the log claims.
+func (v *Version) fileSamples(ctx context.Context, r *resolved, l *layout, i int) (*fileSamples, error) {
 	f := l.files[i]
-	want := int(l.cum[i+1] - l.cum[i])
-	key := fileKey(f, r, v.schemaID())
+	ref, err := v.s.opts.Fetcher.Identify(ctx, l.refs[i])
+	if err != nil {
+		return nil, v.fileErr(f.Path, err)
+	}
+	key := fileKey(f, ref, r, v.schemaID())
 	fs, err := v.s.files.get(key, func() (*fileSamples, error) {
-		fs, built, err := v.cachedIndex(ctx, r, f, l.refs[i])
+		fs, built, err := v.cachedIndex(ctx, r, f, ref)
 		if err != nil {
 			return nil, err
-		}
-		if fs.n != want {
-			return nil, fmt.Errorf("the log says %d live rows, the file has %d", want, fs.n)
 		}
 		if built {
 			v.s.ctr.FilesIndexed.Add(1)
@@ -74,26 +74,21 @@ func (v *Version) fileSamples(ctx context.Context, r *resolved, l *layout, i int
 		return fs, nil
 	})
 	if err != nil {
-		ferr := &FileError{Version: v.snap.Version, Path: f.Path, Err: err}
-		if ctx.Err() == nil {
-			v.s.log.Error("data file unreadable: its samples fail with EIO", "version", v.snap.Version, "file", f.Path, "samples", want, "err", err)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		return brokenFile(f, r, want, ferr)
+		return nil, v.fileErr(f.Path, err)
 	}
-	return fs
-}
-
-func brokenFile(f *snapshot.AddFile, r *resolved, n int, err error) *fileSamples {
-	fs := &fileSamples{n: n, err: err, rows: make([]int64, n), stems: make([]string, n)}
-	h := pathHash(f.Path)
-	for j := range n {
-		fs.rows[j] = -1
-		fs.stems[j] = derivedID(h, int64(j)) + "~unreadable"
+	// Whatever the log or the footer claims must be what the file holds:
+	// shards were placed by the claims, and a disagreement means damage.
+	if f.NumRecords >= 0 && int64(fs.n) != f.LiveRows() {
+		return nil, v.fileErr(f.Path, fmt.Errorf("the log says %d live rows (%d records less %d deleted), the file has %d",
+			f.LiveRows(), f.NumRecords, dvCard(f), fs.n))
 	}
-	if r.mode == modeBytes {
-		fs.exts, fs.extTab = make([]uint8, n), []string{".bin"}
+	if c := l.claim[i]; c >= 0 && int64(fs.n) != c {
+		return nil, v.fileErr(f.Path, fmt.Errorf("the footer says %d live rows, the file has %d", c, fs.n))
 	}
-	return fs
+	return fs, nil
 }
 
 // schemaID identifies the schema JSON samples are rendered with.
@@ -102,7 +97,7 @@ func (v *Version) schemaID() string {
 }
 
 func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFile, ref FileRef) (*fileSamples, error) {
-	fs := &fileSamples{}
+	fs := &fileSamples{ref: ref}
 	var cols []string
 	idAt, classAt, pathAt := -1, -1, -1
 	add := func(c *column) int {
@@ -127,11 +122,11 @@ func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFil
 		fs.rows = append(fs.rows, row)
 		var id string
 		if idAt >= 0 {
-			s, ok := valueString(vals[idAt])
-			if !ok {
-				s = NullName
+			if s, ok := valueString(vals[idAt]); ok {
+				id = EscapeName(s) // the text "__null__" escapes: never NullName
+			} else {
+				id = NullName
 			}
-			id = EscapeName(s)
 		} else {
 			id = derivedID(h, row)
 		}
@@ -192,7 +187,7 @@ func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFil
 		}
 	}
 	if r.mode == modeJSON {
-		fs.jsonKey = CacheKey{Kind: "json", File: f.Path, Version: strconv.FormatInt(f.Size, 10), Column: v.schemaID(), Unit: f.DeletionVector.UniqueID()}
+		fs.jsonKey = CacheKey{Kind: "json", File: f.Path, Version: ref.identity(), Column: v.schemaID(), Unit: f.DeletionVector.UniqueID()}
 		blob, rows, err := v.renderJSON(ctx, f)
 		if err != nil {
 			return nil, err
@@ -253,4 +248,12 @@ func (fs *fileSamples) size() int64 {
 		n += 24 + int64(len(c.s))
 	}
 	return n
+}
+
+// dvCard is the cardinality f's deletion vector claims (0 without one).
+func dvCard(f *snapshot.AddFile) int64 {
+	if f.DeletionVector == nil {
+		return 0
+	}
+	return f.DeletionVector.Cardinality
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/gob"
 	"fmt"
-	"strconv"
 
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -35,12 +34,12 @@ type fileIndex struct {
 	JSONKey   CacheKey
 }
 
-func indexKey(f *snapshot.AddFile, r *resolved, schemaID string) CacheKey {
+func indexKey(f *snapshot.AddFile, ref FileRef, r *resolved, schemaID string) CacheKey {
 	spec := r.key
 	if r.mode == modeJSON {
 		spec += "\x00" + schemaID
 	}
-	return CacheKey{Kind: "index", File: f.Path, Version: strconv.FormatInt(f.Size, 10),
+	return CacheKey{Kind: "index", File: f.Path, Version: ref.identity(),
 		Column: indexFormat + ":" + hashString(spec), Unit: f.DeletionVector.UniqueID()}
 }
 
@@ -94,7 +93,7 @@ func decodeIndex(blob []byte) (*fileSamples, error) {
 // cachedIndex returns a file's sample index from the BlobCache, building
 // (and storing) it on a miss. built reports whether it was built here.
 func (v *Version) cachedIndex(ctx context.Context, r *resolved, f *snapshot.AddFile, ref FileRef) (fs *fileSamples, built bool, err error) {
-	key := indexKey(f, r, v.schemaID())
+	key := indexKey(f, ref, r, v.schemaID())
 	var fresh *fileSamples
 	blob, err := v.s.opts.Cache.Get(ctx, key, func(ctx context.Context) ([]byte, error) {
 		b, err := v.buildFile(ctx, r, f, ref)

@@ -23,10 +23,15 @@ const nameReserve = 8
 //   - a leading '.' becomes %2E, so no name is hidden, "." or "..";
 //   - the empty string becomes "%" alone (no %XX escape is a lone '%').
 //
-// EscapeName does not bound the length: see fitName.
+// EscapeName does not bound the length: see fitName. The value NullName
+// itself escapes its first byte ("%5F_null__"), so that a null and the
+// literal text "__null__" never share a name.
 func EscapeName(s string) string {
 	if s == "" {
 		return "%"
+	}
+	if s == NullName {
+		return escapeFirst(s)
 	}
 	var b strings.Builder
 	clean := true
@@ -143,4 +148,24 @@ func derivedID(pathHash string, row int64) string {
 func pathHash(path string) string {
 	sum := sha256.Sum256([]byte(path))
 	return hex.EncodeToString(sum[:4])
+}
+
+// reserved reports whether a name is one deltafs gives its own entries in
+// a shard directory (the manifests) or to nulls. A sample or class whose
+// escaped name would be one gets its first byte escaped instead
+// (escapeFirst), which UnescapeName still reverses.
+func reserved(name string) bool {
+	switch name {
+	case ManifestName, ExtentsName, NullName:
+		return true
+	}
+	return false
+}
+
+// escapeFirst escapes the first byte of an escaped name as %XX.
+func escapeFirst(name string) string {
+	if name == "" {
+		return name
+	}
+	return "%" + string(hexUpper[name[0]>>4]) + string(hexUpper[name[0]&15]) + name[1:]
 }

@@ -37,6 +37,8 @@ type PageFetcher struct {
 	pf        Prefetcher // nil: no read-ahead
 	coalesce  bool
 
+	ids sync.Map // storage key -> identity string (Identify)
+
 	mu    sync.Mutex
 	files map[string]*list.Element // guarded by mu; key -> *openFile
 	ll    *list.List               // guarded by mu; front = most recent
@@ -200,8 +202,9 @@ func (c countingReader) ReadAt(b []byte, off int64) (int, error) {
 }
 
 func (p *PageFetcher) open(ctx context.Context, ref FileRef) (*openFile, error) {
+	fk := ref.Key + "\x00" + ref.ID // a replaced object is another file
 	p.mu.Lock()
-	if el, ok := p.files[ref.Key]; ok {
+	if el, ok := p.files[fk]; ok {
 		p.ll.MoveToFront(el)
 		of := el.Value.(*openFile)
 		p.mu.Unlock()
@@ -215,8 +218,8 @@ func (p *PageFetcher) open(ctx context.Context, ref FileRef) (*openFile, error) 
 		}
 		return of, nil
 	}
-	of := &openFile{key: ref.Key, ready: make(chan struct{})}
-	p.files[ref.Key] = p.ll.PushFront(of)
+	of := &openFile{key: fk, ready: make(chan struct{})}
+	p.files[fk] = p.ll.PushFront(of)
 	for p.ll.Len() > p.max {
 		el := p.ll.Back()
 		p.ll.Remove(el)
@@ -244,9 +247,9 @@ func (p *PageFetcher) open(ctx context.Context, ref FileRef) (*openFile, error) 
 	} else {
 		// Do not keep failures: the next read tries again.
 		p.mu.Lock()
-		if el, ok := p.files[ref.Key]; ok && el.Value.(*openFile) == of {
+		if el, ok := p.files[fk]; ok && el.Value.(*openFile) == of {
 			p.ll.Remove(el)
-			delete(p.files, ref.Key)
+			delete(p.files, fk)
 		}
 		p.mu.Unlock()
 	}
@@ -274,6 +277,32 @@ func (p *PageFetcher) openParquet(ctx context.Context, ref FileRef, size int64, 
 	}
 	r := &tailReader{tail: tail, off: off, rest: stagedReader{of: of, rest: raw}}
 	return parquet.OpenFile(r, size, parquet.SkipMagicBytes(true), parquet.SkipBloomFilters(true))
+}
+
+// Identify implements Fetcher: one Stat per key and process. The identity
+// is the store's ETag where it has one (S3), else the size and the
+// modification time in nanoseconds (local files), with the size either way.
+func (p *PageFetcher) Identify(ctx context.Context, ref FileRef) (FileRef, error) {
+	if id, ok := p.ids.Load(ref.Key); ok {
+		ref.ID = id.(string)
+		return ref, nil
+	}
+	info, err := p.st.Stat(ctx, ref.Key)
+	if err != nil {
+		return ref, err
+	}
+	if ref.Size > 0 && info.Size != ref.Size {
+		return ref, fmt.Errorf("the log says %d bytes, the store holds %d", ref.Size, info.Size)
+	}
+	id := "s" + strconv.FormatInt(info.Size, 10)
+	if info.ETag != "" {
+		id += "-e" + info.ETag
+	} else {
+		id += "-m" + strconv.FormatInt(info.ModTime.UnixNano(), 10)
+	}
+	actual, _ := p.ids.LoadOrStore(ref.Key, id)
+	ref.ID = actual.(string)
+	return ref, nil
 }
 
 // NumRows implements Fetcher.
@@ -348,7 +377,7 @@ func (p *PageFetcher) Value(ctx context.Context, ref FileRef, column string, row
 }
 
 func (p *PageFetcher) pageKey(ref FileRef, column, unit string) CacheKey {
-	return CacheKey{Kind: "page", File: ref.Path, Version: strconv.FormatInt(ref.Size, 10), Column: column, Unit: unit}
+	return CacheKey{Kind: "page", File: ref.Path, Version: ref.identity(), Column: column, Unit: unit}
 }
 
 // prefetch offers the pages after page pi of a column chunk to the cache's

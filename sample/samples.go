@@ -3,8 +3,8 @@ package sample
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +44,21 @@ type FileRef struct {
 	Path string // as written in the log (the cache and memo identity)
 	Key  string // storage key
 	Size int64  // bytes, from the log
+	// ID is the object's identity in its store, from Fetcher.Identify:
+	// the ETag where the store has one, else size and modification time.
+	// It is part of every cache key of the file, so that a file replaced
+	// by another of the same name and size is never served from entries
+	// of the old one. "" until identified.
+	ID string
+}
+
+// identity is what cache keys call the file's version: its ID, or its
+// size before it was identified.
+func (r FileRef) identity() string {
+	if r.ID != "" {
+		return r.ID
+	}
+	return strconv.FormatInt(r.Size, 10)
 }
 
 // Fetcher reads single values of a data file: the data column of one row.
@@ -55,6 +70,9 @@ type Fetcher interface {
 	Value(ctx context.Context, f FileRef, column string, row int64) ([]byte, error)
 	// NumRows is the physical row count of f from its footer.
 	NumRows(ctx context.Context, f FileRef) (int64, error)
+	// Identify returns f with its store identity (FileRef.ID) filled in:
+	// one Stat of the object, once per process.
+	Identify(ctx context.Context, f FileRef) (FileRef, error)
 }
 
 // Options configure a Samples.
@@ -68,6 +86,9 @@ type Options struct {
 	Cache BlobCache
 	// Logger gets warnings (duplicate ids, unreadable files); nil: default.
 	Logger *slog.Logger
+	// Location names the table in errors and log lines ("" : the table's
+	// own Location() when it has one).
+	Location string
 	// Parallel bounds the data files indexed at once (0: 4).
 	Parallel int
 	// KeepVersions is how many recently used versions stay indexed even
@@ -95,6 +116,26 @@ type Samples struct {
 	recent []*Version // guarded by mu; strong references to recently used versions
 
 	ctr Counters
+
+	warnMu sync.Mutex
+	warned map[string]bool // guarded by warnMu; warnOnce keys
+}
+
+// location names the table in errors.
+func (s *Samples) location() string { return s.opts.Location }
+
+// warnOnce logs a warning the first time key is seen.
+func (s *Samples) warnOnce(key, msg string, args ...any) {
+	s.warnMu.Lock()
+	if s.warned == nil {
+		s.warned = map[string]bool{}
+	}
+	seen := s.warned[key]
+	s.warned[key] = true
+	s.warnMu.Unlock()
+	if !seen {
+		s.log.Warn(msg, args...)
+	}
 }
 
 // Counters count the sample layer's work; read them with Stats.
@@ -127,6 +168,11 @@ func New(opts Options) (*Samples, error) {
 	if opts.KeepVersions <= 0 {
 		opts.KeepVersions = 8
 	}
+	if opts.Location == "" {
+		if l, ok := opts.Table.(interface{ Location() string }); ok {
+			opts.Location = l.Location()
+		}
+	}
 	if opts.FileKey == nil {
 		opts.FileKey = func(snap *snapshot.Snapshot, path string) (string, error) { return snap.FileKey(path) }
 	}
@@ -157,7 +203,8 @@ func (s *Samples) Version(ctx context.Context, v int64) (*Version, error) {
 	ver, err := s.versions.get(v, func() (*Version, error) {
 		snap, err := s.opts.Table.Snapshot(ctx, v)
 		if err != nil {
-			return nil, fmt.Errorf("version %d: %w", v, err)
+			// Snapshot errors name the table and the version already.
+			return nil, err
 		}
 		return s.newVersion(snap), nil
 	})

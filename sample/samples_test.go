@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"image/png"
+	"log/slog"
 	"sort"
 	"strings"
 	"testing"
@@ -164,6 +165,7 @@ func TestDuplicateAndEscapedIDs(t *testing.T) {
 	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: [][]any{
 		{"7", []byte("\x89PNG\r\n\x1a\nxx")}, {"7", []byte("\xff\xd8\xffjpeg")}, {"7", []byte("raw")},
 		{"a/b", []byte("x")}, {"..", []byte("x")}, {nil, []byte("x")}, {"7~1", []byte("x")},
+		{"__null__", []byte("x")}, // the text, not a null: another name
 	}}}, nil, nil)
 	s := newSamples(t, tbl, sample.Spec{})
 	sh := shards(t, s, 0)[0]
@@ -171,7 +173,7 @@ func TestDuplicateAndEscapedIDs(t *testing.T) {
 	for pos := range sh.Len() {
 		names = append(names, sh.Name(pos))
 	}
-	want := []string{"7.png", "7~1.jpg", "7~2.bin", "a%2Fb.bin", "%2E..bin", "__null__.bin", "7%7E1.bin"}
+	want := []string{"7.png", "7~1.jpg", "7~2.bin", "a%2Fb.bin", "%2E..bin", "__null__.bin", "7%7E1.bin", "%5F_null__.bin"}
 	if fmt.Sprint(names) != fmt.Sprint(want) {
 		t.Fatalf("names %q, want %q", names, want)
 	}
@@ -201,32 +203,186 @@ func TestJSONSamplesAndDerivedIDs(t *testing.T) {
 	}
 }
 
-func TestVacuumedFileFailsOnlyItsSamples(t *testing.T) {
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	lab := func(i int) any { return int32(1) }
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: rowsOf(3, 0, lab, img)}, {Path: "b", Rows: rowsOf(3, 10, lab, img)}}, nil, nil)
-	tbl.Vacuum("b")
-	s := newSamples(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label"})
-	sh := shards(t, s, 0)[0]
-	if sh.Len() != 6 || sh.RootLen() != 3 || len(sh.Class(0)) != 3 {
-		t.Fatalf("len %d, at root %d", sh.Len(), sh.RootLen())
-	}
-	for pos := range sh.Len() {
-		_, err := sh.Content(context.Background(), pos)
-		if pos < 3 && err != nil {
-			t.Fatalf("sample %d of the readable file: %v", pos, err)
+// TestUnreadableFileFailsItsShard: a data file that cannot be indexed
+// fails every shard that needs it, with an error naming the table, the
+// version and the file — never a shard with fewer samples, never empty
+// placeholders — while shards that do not need it serve. SkipUnreadable
+// leaves its rows out, with one warning.
+func TestUnreadableFileFailsItsShard(t *testing.T) {
+	build := func(spec sample.Spec) (*sample.Samples, *bytes.Buffer) {
+		tbl := memtable.New("id:long", "label:integer", "pixels:binary")
+		lab := func(i int) any { return int32(i % 2) }
+		tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: rowsOf(4, 0, lab, img)}, {Path: "b", Rows: rowsOf(4, 10, lab, img)}}, nil, nil)
+		tbl.Vacuum("b")
+		var logs bytes.Buffer
+		opts := tbl.Options(spec)
+		opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		s, err := sample.New(opts)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if pos >= 3 && !errors.Is(err, storage.ErrNotExist) {
-			t.Fatalf("sample %d of the vacuumed file: %v", pos, err)
+		return s, &logs
+	}
+	img := sample.Image{H: 2, W: 2, C: 1}
+	shard := func(s *sample.Samples, k int) (*sample.Shard, error) {
+		v, err := s.Version(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v.Shard(context.Background(), k)
+	}
+	wantFileErr := func(err error) {
+		t.Helper()
+		var fe *sample.FileError
+		if !errors.As(err, &fe) || fe.Path != "b" || !errors.Is(err, storage.ErrNotExist) ||
+			err.Error() != "mem://table version 0: data file b: b: object does not exist" {
+			t.Fatalf("got %v, want the FileError of b", err)
+		}
+	}
+	// Contiguous, 2 shards: shard 0 is file a, shard 1 file b.
+	s, _ := build(sample.Spec{Image: img, Shards: 2})
+	if sh, err := shard(s, 0); err != nil || sh.Len() != 4 {
+		t.Fatalf("shard 0 (file a): %v", err)
+	}
+	_, err := shard(s, 1)
+	wantFileErr(err)
+	// Balanced (a class column): every shard needs every file.
+	s, _ = build(sample.Spec{Image: img, Shards: 2, ClassColumn: "label"})
+	for k := range 2 {
+		_, err := shard(s, k)
+		wantFileErr(err)
+	}
+	// Opt-in: the readable rows only, one warning.
+	for _, spec := range []sample.Spec{{Image: img, Shards: 1, SkipUnreadable: true}, {Image: img, Shards: 2, ClassColumn: "label", SkipUnreadable: true}} {
+		s, logs := build(spec)
+		n := 0
+		for k := range spec.Shards {
+			sh, err := shard(s, k)
+			if err != nil {
+				t.Fatalf("%+v: %v", spec, err)
+			}
+			for pos := range sh.Len() {
+				if _, err := sh.Content(context.Background(), pos); err != nil {
+					t.Fatal(err)
+				}
+				if id := sh.ID(pos); len(id) > 1 {
+					t.Fatalf("sample %s of the unreadable file listed", id)
+				}
+			}
+			n += sh.Len()
+		}
+		if n != 4 || strings.Count(logs.String(), "--skip-unreadable") != 1 || !strings.Contains(logs.String(), "file=b") {
+			t.Fatalf("%+v: %d samples, log:\n%s", spec, n, logs)
 		}
 	}
 }
 
-func TestNoSampleTakesTheManifestName(t *testing.T) {
+// TestRowCountsMustAgree: the log's row count (a hostile one included) is
+// checked against the rows the file holds; nothing is sized by the claim.
+func TestRowCountsMustAgree(t *testing.T) {
+	for _, claim := range []int64{1 << 40, 30_000_000, 3, 0} {
+		tbl := memtable.New("id:long", "pixels:binary")
+		tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: rowsOf(5, 0, func(int) any { return nil }, img)}}, nil, nil)
+		snap, _ := tbl.Snapshot(context.Background(), 0)
+		snap.Files[0].NumRecords = claim
+		s := newSamples(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, Shards: 2})
+		v, err := s.Version(context.Background(), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range 2 {
+			sh, err := v.Shard(context.Background(), k)
+			if claim == 0 && k == 0 {
+				if err != nil || sh.Len() != 0 {
+					t.Fatalf("claim 0, shard 0 (nothing claimed): %v", err)
+				}
+				continue
+			}
+			want := fmt.Sprintf("the log says %d live rows (%d records less 0 deleted), the file has 5", claim, claim)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("claim %d shard %d: %v, want %q", claim, k, err, want)
+			}
+		}
+	}
+}
+
+// TestBalancedLayout: with a class column, every shard holds every class
+// with at least S samples although the table's rows are clustered by
+// class, sizes differ by at most one, every sample is in exactly one
+// shard, and rows appended by a later commit move only remainder rows.
+func TestBalancedLayout(t *testing.T) {
+	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
+	clustered := func(base int) func(i int) any { return func(i int) any { return int32((base + i) / 10) } }
+	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "z", Rows: rowsOf(30, 0, clustered(0), img)}, {Path: "a", Rows: rowsOf(14, 100, clustered(30), img)}}, nil, nil)
+	tbl.Commit(t0.Add(time.Minute), "WRITE", []memtable.Add{{Path: "m", Rows: rowsOf(27, 200, clustered(0), img)}}, nil, nil)
+	const S = 4
+	s := newSamples(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label", Shards: S})
+	where := map[int64]map[string]int{} // version -> id -> shard
+	for v := range int64(2) {
+		where[v] = map[string]int{}
+		sizes := []int{}
+		for k, sh := range shards(t, s, v) {
+			sizes = append(sizes, sh.Len())
+			if v == 0 && fmt.Sprint(sh.Classes()) != "[0 1 2 3 4]" {
+				t.Fatalf("version 0 shard %d classes %v", k, sh.Classes())
+			}
+			for pos := range sh.Len() {
+				id := sh.ID(pos)
+				if _, dup := where[v][id]; dup {
+					t.Fatalf("id %s in two shards", id)
+				}
+				where[v][id] = k
+				if pos > 0 && sh.Global(pos) != sh.Global(pos-1)+1 {
+					t.Fatal("global numbers not consecutive")
+				}
+			}
+		}
+		sort.Ints(sizes)
+		if sizes[S-1]-sizes[0] > 1 {
+			t.Fatalf("version %d sizes %v", v, sizes)
+		}
+	}
+	if len(where[0]) != 44 || len(where[1]) != 71 {
+		t.Fatalf("%d and %d samples", len(where[0]), len(where[1]))
+	}
+	moved := 0
+	for id, k := range where[0] {
+		if where[1][id] != k {
+			moved++
+		}
+	}
+	// At most the remainder rows (fewer than S per class, 5 classes).
+	if moved > 5*(S-1) {
+		t.Fatalf("%d of 44 rows changed shard after an append", moved)
+	}
+}
+
+// TestReservedNames: no sample or class folder takes a name deltafs uses
+// for its own entries, and the text "__null__" never reads as a null.
+func TestReservedNames(t *testing.T) {
 	tbl := memtable.New("id:string", "data:binary", "path:string")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: [][]any{{"_samples", []byte("x"), "f.tsv"}}}}, nil, nil)
+	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: [][]any{
+		{"_samples", []byte("x"), "f.tsv"}, {"_extents", []byte("y"), "f.tsv"}, {"ok", []byte("z"), "f.tsv"},
+	}}}, nil, nil)
 	sh := shards(t, newSamples(t, tbl, sample.Spec{}), 0)[0]
-	if sh.Name(0) != "_samples~1.tsv" {
-		t.Fatalf("name %q", sh.Name(0))
+	for pos, want := range []string{"%5Fsamples.tsv", "%5Fextents.tsv", "ok.tsv"} {
+		if sh.Name(pos) != want {
+			t.Fatalf("name %q, want %q", sh.Name(pos), want)
+		}
+		if back, ok := sample.UnescapeName(strings.TrimSuffix(sh.Name(pos), ".tsv")); !ok || back != []string{"_samples", "_extents", "ok"}[pos] {
+			t.Fatalf("%q does not unescape to its id", sh.Name(pos))
+		}
+	}
+	tbl = memtable.New("id:long", "label:string", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: [][]any{
+		{int64(1), "_samples.tsv", img(0)}, {int64(2), "_extents.tsv", img(1)}, {int64(3), "__null__", img(2)}, {int64(4), nil, img(3)},
+	}}}, nil, nil)
+	sh = shards(t, newSamples(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label"}), 0)[0]
+	if got := fmt.Sprint(sh.Classes()); got != "[%5F_null__ %5Fextents.tsv %5Fsamples.tsv __null__]" {
+		t.Fatalf("classes %s", got)
+	}
+	lines := strings.Split(string(sh.Manifest()), "\n")
+	if lines[2] != "%5F_null__/3.png\t"+fmt.Sprint(sh.Size(2))+"\t%5F_null__\t3" || lines[3] != "__null__/4.png\t"+fmt.Sprint(sh.Size(3))+"\t__null__\t4" {
+		t.Fatalf("manifest:\n%s", sh.Manifest())
 	}
 }

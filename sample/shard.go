@@ -8,76 +8,62 @@ import (
 	"strings"
 	"sync"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/deltafs/deltafs/snapshot"
 )
 
 // ManifestName is the name of a shard's manifest; no sample takes it.
 const ManifestName = "_samples.tsv"
 
-// Shard is one shard of a version: a contiguous range of the version's
-// samples, with names, classes and sizes. Positions (0 .. Len-1) are the
-// samples in shard order (data files sorted by path, rows in file order).
-// Immutable once built; safe for concurrent use.
+// Shard is one shard of a version, with names, classes and sizes.
+// Positions (0 .. Len-1) are the samples in shard order: data files in
+// append order, rows in file order. Immutable once built; safe for
+// concurrent use.
 type Shard struct {
-	v      *Version
-	r      *resolved
-	k      int
-	lo, hi int64 // global sample range
+	v     *Version
+	r     *resolved
+	k     int
+	start int64 // global number of position 0 (unique in the version)
 
 	segs    []segment
 	names   []string         // file name of each position
 	byName  map[string]int32 // name -> position
-	classOf []int32          // class folder of each position; -1 at the shard root
+	classOf []int32          // class folder of each position; nil without classes
 	classes []string         // class folder names, sorted
 	members [][]int32        // positions in each class folder
-	root    []int32          // positions listed at the shard root
 	dups    int              // samples renamed because their id was taken
 
 	manifestOnce sync.Once
 	manifest     []byte
 }
 
-// segment is the part of one data file inside a shard.
+// segment is the part of one data file inside a shard: n of its live rows
+// (ordinals among the file's live rows), either the range [local,
+// local+n) or, in a balanced layout, the listed ords.
 type segment struct {
 	pos   int // first position in the shard
-	local int // first live row (ordinal) of the file in the shard
+	local int
 	n     int
-	file  int // index in the version's files
+	ords  []int32 // nil: the range from local
+	file  int     // index in the version's layout
 	ref   FileRef
 	fs    *fileSamples
 }
 
-func (v *Version) buildShard(ctx context.Context, r *resolved, l *layout, width, k int) (*Shard, error) {
-	lo, hi := shardRange(l.total(), k, len(v.shards))
-	sh := &Shard{v: v, r: r, k: k, lo: lo, hi: hi}
-	first, end := l.filesOf(lo, hi)
-	sh.segs = make([]segment, 0, end-first)
-	for i := first; i < end; i++ {
-		from, to := max(lo, l.cum[i]), min(hi, l.cum[i+1])
-		if to <= from {
-			continue
-		}
-		sh.segs = append(sh.segs, segment{pos: int(from - lo), local: int(from - l.cum[i]), n: int(to - from), file: i, ref: l.refs[i]})
+// ordinal is the file-local live row of the segment's j-th sample.
+func (sg *segment) ordinal(j int) int {
+	if sg.ords != nil {
+		return int(sg.ords[j])
 	}
-	// Index the shard's files, a few at a time.
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(v.s.opts.Parallel)
-	for j := range sh.segs {
-		g.Go(func() error {
-			sh.segs[j].fs = v.fileSamples(gctx, r, l, sh.segs[j].file)
-			return gctx.Err()
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+	return sg.local + j
+}
 
-	n := int(hi - lo)
+// index names the shard's samples and sorts them into class folders.
+func (sh *Shard) index(width int) error {
+	r := sh.r
+	n := 0
+	for _, sg := range sh.segs {
+		n += sg.n
+	}
 	sh.names = make([]string, n)
 	sh.byName = make(map[string]int32, n)
 	taken := make(map[string]int, n) // stem -> samples named from it so far
@@ -89,13 +75,14 @@ func (v *Version) buildShard(ctx context.Context, r *resolved, l *layout, width,
 	for _, sg := range sh.segs {
 		for j := range sg.n {
 			pos := sg.pos + j
-			li := sg.local + j
-			stem := sg.fs.stems[li]
+			li := sg.ordinal(j)
 			ext := sg.fs.ext(r, li)
-			stem = fitName(stem, ext)
+			stem := fitName(sg.fs.stems[li], ext)
+			if reserved(stem + ext) {
+				stem = escapeFirst(stem)
+			}
 			name := stem + ext
-			if c := taken[stem]; c > 0 || name == ManifestName || name == ExtentsName {
-				c = max(c, 1)
+			if c := taken[stem]; c > 0 {
 				for {
 					name = dupName(stem, c, ext)
 					c++
@@ -116,10 +103,6 @@ func (v *Version) buildShard(ctx context.Context, r *resolved, l *layout, width,
 			if r.class == nil {
 				continue
 			}
-			if sg.fs.err != nil {
-				sh.classOf[pos] = -1 // class unknown: listed at the shard root
-				continue
-			}
 			cname := className(sg.fs.classes[sg.fs.class[li]], r.class.numeric, width)
 			ci, ok := classIdx[cname]
 			if !ok {
@@ -131,10 +114,10 @@ func (v *Version) buildShard(ctx context.Context, r *resolved, l *layout, width,
 		}
 	}
 	if sh.dups > 0 {
-		v.s.log.Warn("rows share ids: every one is kept, the later ones renamed <id>~N", "version", v.snap.Version, "shard", k, "renamed", sh.dups, "example", dupExample)
+		sh.v.s.log.Warn("rows share ids: every one is kept, the later ones renamed <id>~N", "table", sh.v.s.location(), "version", sh.v.snap.Version, "shard", sh.k, "renamed", sh.dups, "example", dupExample)
 	}
 	if r.class == nil {
-		return sh, nil
+		return nil
 	}
 	// Sort the class folders by name and renumber.
 	order := make([]int32, len(sh.classes))
@@ -151,15 +134,11 @@ func (v *Version) buildShard(ctx context.Context, r *resolved, l *layout, width,
 	sh.classes = sorted
 	sh.members = make([][]int32, len(sorted))
 	for pos, c := range sh.classOf {
-		if c < 0 {
-			sh.root = append(sh.root, int32(pos))
-			continue
-		}
 		c = renum[c]
 		sh.classOf[pos] = c
 		sh.members[c] = append(sh.members[c], int32(pos))
 	}
-	return sh, nil
+	return nil
 }
 
 // Version is the shard's version.
@@ -173,7 +152,7 @@ func (sh *Shard) Len() int { return len(sh.names) }
 
 // Global is the version-wide index of the sample at pos (unique in the
 // version, below 2^32 for inode numbers).
-func (sh *Shard) Global(pos int) int64 { return sh.lo + int64(pos) }
+func (sh *Shard) Global(pos int) int64 { return sh.start + int64(pos) }
 
 // Classes are the class folder names, sorted; nil without a class column.
 func (sh *Shard) Classes() []string { return sh.classes }
@@ -190,22 +169,17 @@ func (sh *Shard) ClassIndex(name string) (int, bool) {
 	return i, i < len(sh.classes) && sh.classes[i] == name
 }
 
-// RootLen is the number of samples listed at the shard root (all of them
-// without class folders; with class folders, those of unreadable files).
+// RootLen is the number of samples listed at the shard root: all of them
+// without class folders, none with.
 func (sh *Shard) RootLen() int {
 	if sh.r.class == nil {
 		return len(sh.names)
 	}
-	return len(sh.root)
+	return 0
 }
 
 // RootAt is the position of the i-th sample listed at the shard root.
-func (sh *Shard) RootAt(i int) int {
-	if sh.r.class == nil {
-		return i
-	}
-	return int(sh.root[i])
-}
+func (sh *Shard) RootAt(i int) int { return i }
 
 // Lookup finds a sample by file name in class folder c (-1: the shard
 // root).
@@ -242,7 +216,7 @@ func (sh *Shard) Path(pos int) string {
 func (sh *Shard) seg(pos int) (*segment, int) {
 	i := sort.Search(len(sh.segs), func(i int) bool { return sh.segs[i].pos+sh.segs[i].n > pos })
 	sg := &sh.segs[i]
-	return sg, sg.local + pos - sg.pos
+	return sg, sg.ordinal(pos - sg.pos)
 }
 
 // Size is the exact size of the sample at pos, in bytes.
@@ -255,13 +229,6 @@ func (sh *Shard) Size(pos int) int64 {
 		return 0
 	}
 	return sg.fs.sizes[li]
-}
-
-// Err is non-nil when the sample at pos cannot be read (its data file is
-// unreadable).
-func (sh *Shard) Err(pos int) error {
-	sg, _ := sh.seg(pos)
-	return sg.fs.err
 }
 
 // ID is the sample's id as escaped in its name (without a duplicate suffix
@@ -315,16 +282,13 @@ func (sh *Shard) ReadAt(ctx context.Context, pos int, p []byte, off int64) (int,
 func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
 	sg, li := sh.seg(pos)
 	fs := sg.fs
-	if fs.err != nil {
-		return nil, fs.err
-	}
 	s, ver := sh.v.s, sh.v.snap.Version
 	row := fs.rows[li]
 	wrap := func(err error) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &FileError{Version: ver, Path: sg.ref.Path, Err: err}
+		return sh.v.fileErr(sg.ref.Path, err)
 	}
 	switch sh.r.mode {
 	case modeJSON:
@@ -347,7 +311,7 @@ func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
 		return data, nil
 	}
 	im := sh.r.image
-	key := CacheKey{Kind: "image", File: sg.ref.Path, Version: strconv.FormatInt(sg.ref.Size, 10), Column: sh.r.data.phys,
+	key := CacheKey{Kind: "image", File: sg.ref.Path, Version: sg.ref.identity(), Column: sh.r.data.phys,
 		Unit: strconv.FormatInt(row, 10) + "/" + sh.r.format + "/" + im.String()}
 	var bad error
 	render := func(ctx context.Context) ([]byte, error) {
@@ -356,7 +320,7 @@ func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
 			return nil, wrap(err)
 		}
 		if int64(len(raw)) != im.Pixels() {
-			bad = &SampleError{Version: ver, Path: sg.ref.Path, Row: row,
+			bad = &SampleError{Table: s.location(), Version: ver, Path: sg.ref.Path, Row: row,
 				Err: fmt.Errorf("column %s holds %d bytes, not %d for a %s image", sh.r.data.name, len(raw), im.Pixels(), im)}
 			return nil, bad
 		}
@@ -389,9 +353,6 @@ func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
 // samples). It is how `deltafs warm` fills the disk cache ahead of a mount.
 func (sh *Shard) Fill(ctx context.Context, pos int) error {
 	sg, li := sh.seg(pos)
-	if sg.fs.err != nil {
-		return sg.fs.err
-	}
 	if sh.r.mode == modeJSON {
 		_, err := sh.Content(ctx, pos)
 		return err
@@ -400,7 +361,7 @@ func (sh *Shard) Fill(ctx context.Context, pos int) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return &FileError{Version: sh.v.snap.Version, Path: sg.ref.Path, Err: err}
+		return sh.v.fileErr(sg.ref.Path, err)
 	}
 	return nil
 }

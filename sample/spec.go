@@ -30,6 +30,15 @@ type Spec struct {
 	ClassColumn string
 	// Shards splits every version into that many shards (0 means 1).
 	Shards int
+	// Layout is how rows are split into shards: LayoutBalanced (the
+	// default with a class column) or LayoutContiguous (the default
+	// without). See package doc, "Shards".
+	Layout string
+	// SkipUnreadable leaves out the rows of data files that cannot be
+	// indexed, with a warning, instead of failing the shards that need
+	// them. Off by default: a loader then sees every live row of the
+	// version or an error.
+	SkipUnreadable bool
 }
 
 // Validate checks the spec on its own (columns are checked per version).
@@ -48,6 +57,11 @@ func (s *Spec) Validate() error {
 	}
 	if s.ImageFormat != "" && s.Image.H == 0 {
 		return errors.New("--image-format needs --image")
+	}
+	switch s.Layout {
+	case "", LayoutBalanced, LayoutContiguous:
+	default:
+		return fmt.Errorf("--shard-layout %q: want %s or %s", s.Layout, LayoutBalanced, LayoutContiguous)
 	}
 	return nil
 }
@@ -81,6 +95,7 @@ type column struct {
 // resolved is a Spec applied to one version's schema.
 type resolved struct {
 	mode    mode
+	layout  string  // LayoutBalanced or LayoutContiguous
 	id      *column // nil: derived ids
 	data    *column // nil in modeJSON
 	path    *column // a `path` string column, for extensions in modeBytes
@@ -191,6 +206,13 @@ func (s *Spec) resolve(snap *snapshot.Snapshot) (*resolved, error) {
 			r.path, _ = col("", "path", true)
 		}
 	}
+	r.layout = s.Layout
+	if r.layout == "" {
+		r.layout = LayoutContiguous
+		if r.class != nil {
+			r.layout = LayoutBalanced
+		}
+	}
 	r.key = r.identity()
 	return r, nil
 }
@@ -230,6 +252,6 @@ func (s *Spec) Describe(snap *snapshot.Snapshot) (string, error) {
 	if r.class != nil {
 		fmt.Fprintf(&b, " class=%s", r.class.name)
 	}
-	fmt.Fprintf(&b, " shards=%d", s.shards())
+	fmt.Fprintf(&b, " shards=%d layout=%s", s.shards(), r.layout)
 	return b.String(), nil
 }

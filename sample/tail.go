@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/parquet-go/parquet-go"
 )
@@ -24,7 +23,7 @@ const tailGuess = 64 << 10
 // offset of the first byte held, then the bytes up to the end of the file.
 
 func tailKey(ref FileRef) CacheKey {
-	return CacheKey{Kind: "tail", File: ref.Path, Version: strconv.FormatInt(ref.Size, 10)}
+	return CacheKey{Kind: "tail", File: ref.Path, Version: ref.identity()}
 }
 
 // readTail reads the tail of a file of size bytes through r.

@@ -3,10 +3,13 @@ package sample
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -19,17 +22,20 @@ type Version struct {
 	commitJSON []byte
 	schemaJSON []byte
 
-	mu    sync.Mutex // guards the lazily built fields below
-	spec  *resolved  // nil until resolved
-	lay   *layout    // nil until built
-	width *classRange
+	mu     sync.Mutex // guards the lazily built fields below
+	spec   *resolved  // nil until resolved
+	lay    *layout    // nil until built
+	width  *classRange
+	shards []*Shard // built shards; nil entries not built yet
 	// widthExact: width is the range of the live rows' classes (no
 	// deletion vector hides rows from the statistics, no file failed).
 	widthExact bool
-	shards     []*Shard // built shards; nil entries not built yet
 	// classWarned is set once the version's shards were found to hold
-	// different class sets (warned once).
+	// different class sets (contiguous layout; warned once).
 	classWarned bool
+
+	dealMu sync.Mutex // serialises building dealt
+	dealt  *deal      // balanced layout, built with the first shard; guarded by dealMu
 }
 
 func (s *Samples) newVersion(snap *snapshot.Snapshot) *Version {
@@ -91,20 +97,13 @@ func commitJSON(snap *snapshot.Snapshot) []byte {
 	return append(b, '\n')
 }
 
-// layout places a version's live rows: files in snapshot order (sorted by
-// path), their live rows concatenated.
-type layout struct {
-	refs  []FileRef
-	files []*snapshot.AddFile
-	cum   []int64 // cum[i]: live rows before file i; cum[len] = total
-}
-
-func (l *layout) total() int64 { return l.cum[len(l.cum)-1] }
-
-// shardRange is shard k's global sample range: the live rows split into S
-// contiguous ranges of floor or ceil size.
-func shardRange(total int64, k, shards int) (lo, hi int64) {
-	return total * int64(k) / int64(shards), total * int64(k+1) / int64(shards)
+// fileErr names a data file of the version in an error.
+func (v *Version) fileErr(path string, err error) error {
+	var fe *FileError
+	if errors.As(err, &fe) {
+		return err
+	}
+	return &FileError{Table: v.s.location(), Version: v.snap.Version, Path: path, Err: err}
 }
 
 // prepare resolves the spec and builds the layout, once.
@@ -114,38 +113,24 @@ func (v *Version) prepare(ctx context.Context) (*resolved, *layout, error) {
 	if v.spec == nil {
 		r, err := v.s.opts.Spec.resolve(v.snap)
 		if err != nil {
-			return nil, nil, fmt.Errorf("version %d: %w", v.snap.Version, err)
+			return nil, nil, fmt.Errorf("%s version %d: %w", v.s.location(), v.snap.Version, err)
 		}
 		v.spec = r
 	}
 	if v.lay == nil {
-		l := &layout{files: v.snap.Files, refs: make([]FileRef, len(v.snap.Files)), cum: make([]int64, len(v.snap.Files)+1)}
-		for i, f := range v.snap.Files {
-			key, err := v.s.opts.FileKey(v.snap, f.Path)
-			if err != nil {
-				return nil, nil, fmt.Errorf("version %d: %s: %w", v.snap.Version, f.Path, err)
-			}
-			l.refs[i] = FileRef{Path: f.Path, Key: key, Size: f.Size}
-			n := f.LiveRows()
-			if n < 0 {
-				// No row count in the log: the footer's, less the deletions.
-				phys, err := v.s.opts.Fetcher.NumRows(ctx, l.refs[i])
-				if err != nil {
-					return nil, nil, &FileError{Version: v.snap.Version, Path: f.Path, Err: fmt.Errorf("row count: %w", err)}
-				}
-				n = phys
-				if f.DeletionVector != nil {
-					n -= f.DeletionVector.Cardinality
-				}
-			}
-			l.cum[i+1] = l.cum[i] + n
+		// A balanced layout indexes every file, which settles unknown
+		// claims; a contiguous one needs them to place its shards.
+		l, err := v.newLayout(ctx, v.spec.layout == LayoutContiguous)
+		if err != nil {
+			return nil, nil, err
 		}
 		v.lay = l
 	}
 	return v.spec, v.lay, nil
 }
 
-// Len is the number of samples (live rows) of the version.
+// Len is the number of samples (live rows) of the version as the log
+// claims them.
 func (v *Version) Len(ctx context.Context) (int64, error) {
 	_, l, err := v.prepare(ctx)
 	if err != nil {
@@ -154,8 +139,17 @@ func (v *Version) Len(ctx context.Context) (int64, error) {
 	return l.total(), nil
 }
 
-// Shard returns shard k, building its index on first use: the sample
-// metadata of the data files the shard overlaps, and only those.
+// Shard returns shard k, building its index on first use. With a
+// contiguous layout that reads the data files the shard overlaps, and only
+// those; a balanced layout indexes every data file of the version once,
+// for all its shards.
+//
+// A data file the shard needs that cannot be indexed (missing, truncated,
+// corrupt, a deletion vector that does not load, a row count that
+// disagrees with the log) fails the whole shard with a FileError naming
+// it — never a shard with fewer samples — unless Spec.SkipUnreadable,
+// which leaves the file's rows out with a warning. Failures are not
+// remembered: the next call tries again.
 func (v *Version) Shard(ctx context.Context, k int) (*Shard, error) {
 	if k < 0 || k >= len(v.shards) {
 		return nil, ErrNotExist
@@ -172,11 +166,11 @@ func (v *Version) Shard(ctx context.Context, k int) (*Shard, error) {
 	}
 	// Built outside the lock (it reads data files); a concurrent build of
 	// the same shard is wasted work, not a wrong answer: first one wins.
-	width, err := v.classWidth(ctx, r, l)
-	if err != nil {
-		return nil, err
+	if r.layout == LayoutBalanced {
+		sh, err = v.dealtShard(ctx, r, l, k)
+	} else {
+		sh, err = v.contiguousShard(ctx, r, l, k)
 	}
-	sh, err = v.buildShard(ctx, r, l, width, k)
 	if err != nil {
 		return nil, err
 	}
@@ -186,36 +180,210 @@ func (v *Version) Shard(ctx context.Context, k int) (*Shard, error) {
 		v.shards[k] = sh
 	}
 	sh = v.shards[k]
-	var other *Shard
-	var lo, hi, shLo, shHi float64
-	var lacks bool
-	if first && sh.r.class != nil && !v.classWarned {
-		other = v.differentClasses(sh)
-		if other == nil {
-			lo, hi, shLo, shHi, lacks = v.lacksExtremes(sh)
-		}
-		v.classWarned = other != nil || lacks
-	}
 	v.mu.Unlock()
-	if lacks {
-		v.s.log.Warn("shard lacks classes the version has: a per-shard ImageFolder numbers the classes differently from other shards (class_to_idx), so labels differ between ranks; "+
-			"rows are split into contiguous ranges, so write them in a shuffled order (deltafs import does for ImageFolder trees) or read a single shard",
-			"version", v.snap.Version, "shard", k, "classes", len(sh.classes), "shard_class_range", fmt.Sprintf("%g..%g", shLo, shHi), "version_class_range", fmt.Sprintf("%g..%g", lo, hi))
-	}
-	if other != nil {
-		only, missing := classDiff(sh.classes, other.classes)
-		v.s.log.Warn("shards hold different classes: a per-shard ImageFolder numbers them differently (class_to_idx), so labels differ between ranks; "+
-			"rows are split into contiguous ranges, so write them in a shuffled order (deltafs import does for ImageFolder trees) or read a single shard",
-			"version", v.snap.Version, "shard", k, "classes", len(sh.classes), "other_shard", other.k, "other_classes", len(other.classes),
-			"only_in_shard", only, "missing_from_shard", missing)
+	if first && r.class != nil && r.layout == LayoutContiguous {
+		v.warnClassSets(sh)
 	}
 	return sh, nil
 }
 
+// indexFiles indexes files [first, end) of the layout, a few at a time.
+// A file that fails fails the call, unless SkipUnreadable: then its entry
+// is nil and a warning names it (once per version and file).
+func (v *Version) indexFiles(ctx context.Context, r *resolved, l *layout, first, end int) ([]*fileSamples, error) {
+	out := make([]*fileSamples, end-first)
+	errs := make([]error, end-first)
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(v.s.opts.Parallel)
+	for i := first; i < end; i++ {
+		g.Go(func() error {
+			fs, err := v.fileSamples(gctx, r, l, i)
+			if err != nil {
+				errs[i-first] = err
+				if !v.s.opts.Spec.SkipUnreadable || ctx.Err() != nil {
+					return err
+				}
+				return nil
+			}
+			out[i-first] = fs
+			return nil
+		})
+	}
+	gerr := g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if gerr != nil {
+		// The first failing file in layout order, not whichever failed
+		// first, so that every node names the same one.
+		for _, e := range errs {
+			if e != nil && !errors.Is(e, context.Canceled) {
+				return nil, e
+			}
+		}
+		return nil, gerr
+	}
+	for i, e := range errs {
+		if e != nil {
+			v.s.warnOnce("skip:"+fmt.Sprint(v.snap.Version)+"\x00"+l.files[first+i].Path,
+				"--skip-unreadable: leaving out the samples of a data file that cannot be read; shards of this version are smaller",
+				"table", v.s.location(), "version", v.snap.Version, "file", l.files[first+i].Path, "err", e)
+		}
+	}
+	return out, nil
+}
+
+// contiguousShard builds shard k of a contiguous layout: the data files
+// its range overlaps, their rows in the range.
+func (v *Version) contiguousShard(ctx context.Context, r *resolved, l *layout, k int) (*Shard, error) {
+	width, err := v.classWidth(ctx, r, l)
+	if err != nil {
+		return nil, err
+	}
+	lo, hi := shardRange(l.total(), k, len(v.shards))
+	first, end := l.filesOf(lo, hi)
+	fss, err := v.indexFiles(ctx, r, l, first, end)
+	if err != nil {
+		return nil, err
+	}
+	// Files claiming no live rows lie in no range: the shard where they
+	// would start checks that they are empty indeed, so that a wrong
+	// claim of 0 cannot hide rows.
+	var empty []int
+	for i, c := range l.claim {
+		if c == 0 && (i < first || i >= end) && l.owner(i, len(v.shards)) == k {
+			empty = append(empty, i)
+		}
+	}
+	for _, i := range empty {
+		if _, err := v.indexFiles(ctx, r, l, i, i+1); err != nil {
+			return nil, err
+		}
+	}
+	sh := &Shard{v: v, r: r, k: k, start: lo}
+	pos := 0
+	for i := first; i < end; i++ {
+		fs := fss[i-first]
+		from, to := max(lo, l.cum[i]), min(hi, l.cum[i+1])
+		if fs == nil || to <= from {
+			continue
+		}
+		sh.segs = append(sh.segs, segment{pos: pos, local: int(from - l.cum[i]), n: int(to - from), file: i, ref: fs.ref, fs: fs})
+		pos += int(to - from)
+	}
+	if err := sh.index(width); err != nil {
+		return nil, err
+	}
+	return sh, nil
+}
+
+// dealtShard builds shard k of a balanced layout, dealing the version's
+// rows (every data file indexed) on first use.
+func (v *Version) dealtShard(ctx context.Context, r *resolved, l *layout, k int) (*Shard, error) {
+	d, width, err := v.deal(ctx, r, l)
+	if err != nil {
+		return nil, err
+	}
+	sh := &Shard{v: v, r: r, k: k, start: d.starts[k], segs: d.segs[k]}
+	if err := sh.index(width); err != nil {
+		return nil, err
+	}
+	return sh, nil
+}
+
+// deal indexes every data file and deals their rows (see deal), once per
+// version; a failure is not kept.
+func (v *Version) deal(ctx context.Context, r *resolved, l *layout) (*deal, int, error) {
+	v.dealMu.Lock()
+	defer v.dealMu.Unlock()
+	if v.dealt != nil {
+		return v.dealt, v.exactWidth(), nil
+	}
+	fss, err := v.indexFiles(ctx, r, l, 0, len(l.files))
+	if err != nil {
+		return nil, 0, err
+	}
+	var names [][]string
+	width := 0
+	if r.class != nil {
+		// The padding width from every live row's class: exact.
+		var cr classRange
+		for _, fs := range fss {
+			if fs == nil || !r.class.numeric {
+				continue
+			}
+			for _, c := range fs.classes {
+				if x, ok := numericString(c); ok {
+					cr.add(x)
+				}
+			}
+		}
+		v.mu.Lock()
+		v.width, v.widthExact = &cr, true
+		v.mu.Unlock()
+		width = widthOf(&cr)
+		names = make([][]string, len(fss))
+		for i, fs := range fss {
+			if fs == nil {
+				continue
+			}
+			names[i] = make([]string, len(fs.classes))
+			for c, cv := range fs.classes {
+				names[i][c] = className(cv, r.class.numeric, width)
+			}
+		}
+	}
+	d := dealRows(l, fss, names, len(v.shards))
+	if len(d.rare) > 0 {
+		ex := d.rare[:min(3, len(d.rare))]
+		v.s.log.Warn("classes with fewer samples than shards are missing from some shards: a per-shard ImageFolder numbers classes differently there (class_to_idx), so labels differ between ranks; use fewer shards or leave these classes out",
+			"table", v.s.location(), "version", v.snap.Version, "shards", len(v.shards), "rare_classes", len(d.rare), "example", fmt.Sprintf("%q has %d", ex[0].name, ex[0].n))
+	}
+	v.dealt = d
+	return d, width, nil
+}
+
+// exactWidth is the padding width the deal computed.
+func (v *Version) exactWidth() int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.width == nil {
+		return 0
+	}
+	return widthOf(v.width)
+}
+
+// warnClassSets warns, once per version, when a contiguous layout gives
+// shards different class folders (see lacksExtremes, differentClasses).
+func (v *Version) warnClassSets(sh *Shard) {
+	v.mu.Lock()
+	if v.classWarned {
+		v.mu.Unlock()
+		return
+	}
+	other := v.differentClasses(sh)
+	var lo, hi, shLo, shHi float64
+	var lacks bool
+	if other == nil {
+		lo, hi, shLo, shHi, lacks = v.lacksExtremes(sh)
+	}
+	v.classWarned = other != nil || lacks
+	v.mu.Unlock()
+	const fix = "--shard-layout contiguous splits rows into ranges: use the balanced layout (the default with --class-column) or read a single shard"
+	if lacks {
+		v.s.log.Warn("shard lacks classes the version has: a per-shard ImageFolder numbers the classes differently from other shards (class_to_idx), so labels differ between ranks; "+fix, "table", v.s.location(), "version", v.snap.Version, "shard", sh.k, "classes", len(sh.classes),
+			"shard_class_range", fmt.Sprintf("%g..%g", shLo, shHi), "version_class_range", fmt.Sprintf("%g..%g", lo, hi))
+	}
+	if other != nil {
+		only, missing := classDiff(sh.classes, other.classes)
+		v.s.log.Warn("shards hold different classes: a per-shard ImageFolder numbers them differently (class_to_idx), so labels differ between ranks; "+fix, "table", v.s.location(), "version", v.snap.Version, "shard", sh.k, "classes", len(sh.classes),
+			"other_shard", other.k, "other_classes", len(other.classes), "only_in_shard", only, "missing_from_shard", missing)
+	}
+}
+
 // differentClasses returns a built shard of v whose class folders differ
-// from sh's, or nil. It only compares shards already built (no I/O): with
-// every shard in use, as under DDP on one machine, a difference is found
-// as soon as the second differing shard is listed. Called with v.mu held.
+// from sh's, or nil. It only compares shards already built (no I/O).
+// Called with v.mu held.
 func (v *Version) differentClasses(sh *Shard) *Shard {
 	for _, o := range v.shards {
 		if o == nil || o == sh {
@@ -251,14 +419,4 @@ func classDiff(a, b []string) (onlyA, onlyB []string) {
 		}
 	}
 	return onlyA, onlyB
-}
-
-// filesOf lists the file indexes overlapping [lo, hi).
-func (l *layout) filesOf(lo, hi int64) (first, end int) {
-	first = sort.Search(len(l.files), func(i int) bool { return l.cum[i+1] > lo })
-	end = sort.Search(len(l.files), func(i int) bool { return l.cum[i] >= hi })
-	if end < first {
-		end = first
-	}
-	return first, end
 }

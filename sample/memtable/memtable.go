@@ -27,6 +27,7 @@ type Table struct {
 	versions []*snapshot.Snapshot
 	files    map[string]*file // by path
 	gone     map[string]bool  // vacuumed paths
+	gen      map[string]int   // times a path was added
 	// Calls counts Scan and ScanJSON calls per path, to check memoisation.
 	Calls map[string]int
 }
@@ -44,7 +45,7 @@ func New(fields ...string) *Table {
 		name, typ, _ := strings.Cut(f, ":")
 		st.Fields = append(st.Fields, snapshot.StructField{Name: name, Type: &snapshot.PrimitiveType{Name: typ}, Nullable: true})
 	}
-	return &Table{schema: st, files: map[string]*file{}, gone: map[string]bool{}, Calls: map[string]int{}}
+	return &Table{schema: st, files: map[string]*file{}, gone: map[string]bool{}, gen: map[string]int{}, Calls: map[string]int{}}
 }
 
 // Partitioned marks columns as partition columns (for later commits).
@@ -97,11 +98,12 @@ func (t *Table) Commit(ts time.Time, op string, add []Add, remove []string, dele
 	}
 	for _, a := range add {
 		t.files[a.Path] = &file{rows: a.Rows}
+		t.gen[a.Path]++
 		n := int64(len(a.Rows))
 		if a.NoStats {
 			n = -1
 		}
-		files = append(files, &snapshot.AddFile{Path: a.Path, Size: int64(1000 + len(a.Rows)), NumRecords: n,
+		files = append(files, &snapshot.AddFile{Path: a.Path, Size: int64(1000 + len(a.Rows)), NumRecords: n, ModificationTime: ts.UnixMilli(),
 			Stats: fmt.Sprintf(`{"numRecords":%d}`, len(a.Rows))})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Path < files[j].Path })
@@ -275,6 +277,22 @@ func (t *Table) NumRows(ctx context.Context, ref sample.FileRef) (int64, error) 
 		return 0, err
 	}
 	return int64(len(fl.rows)), nil
+}
+
+// Location names the table in errors.
+func (t *Table) Location() string { return "mem://table" }
+
+// Identify implements sample.Fetcher: a file's identity is its path and
+// the generation it was added at (a file re-added under the same path is
+// another object).
+func (t *Table) Identify(ctx context.Context, ref sample.FileRef) (sample.FileRef, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.gone[ref.Path] {
+		return ref, fmt.Errorf("%s: %w", ref.Path, storage.ErrNotExist)
+	}
+	ref.ID = fmt.Sprintf("mem:%d:%d", t.gen[ref.Path], ref.Size)
+	return ref, nil
 }
 
 // Options returns sample options over the table with spec.
