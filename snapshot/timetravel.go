@@ -66,7 +66,7 @@ func fileTime(lst *logListing, v int64) time.Time {
 	if f, ok := lst.commit(v); ok {
 		return f.ModTime
 	}
-	if c, ok := completeCheckpoint(lst.checkpoints[v]); ok {
+	if c, ok := completeCheckpoint(lst.checkpoints[v], nil); ok {
 		return c.Files[0].ModTime
 	}
 	return time.Time{}
