@@ -101,12 +101,12 @@ func Open(ctx context.Context, st storage.Storage) (*Table, error) {
 func OpenWithOptions(ctx context.Context, st storage.Storage, opts Options) (*Table, error) {
 	opts.fill()
 	t := &Table{
-		st:      st,
-		opts:    opts,
-		commits: newLRU[int64, *actions](opts.CachedCommitActions),
-		ckpts:   newLRU[string, *checkpointState](opts.CachedCheckpointAdds),
-		snaps:   newLRU[int64, *Snapshot](opts.CachedSnapshots),
-		infos:   map[int64]versionMeta{},
+		st:        st,
+		opts:      opts,
+		commits:   newLRU[int64, *actions](opts.CachedCommitActions),
+		ckpts:     newLRU[string, *checkpointState](opts.CachedCheckpointAdds),
+		snaps:     newLRU[int64, *Snapshot](opts.CachedSnapshots),
+		infos:     map[int64]versionMeta{},
 		dvs:       newLRU[string, *roaring64.Bitmap](opts.CachedDeletionVectors),
 		ict:       ictConfig{since: -1},
 		hints:     map[int64]lastCheckpointHint{},
