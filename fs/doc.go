@@ -19,7 +19,8 @@
 //	          <id><ext>        the samples of shard K
 //	          <class>/<id><ext>   instead, with a class column
 //	  at/<time>                lookup-only link to ../version/N current at
-//	                           <time> (RFC 3339 or Unix milliseconds)
+//	                           <time> (snapshot.ParseTime: Unix ms, RFC 3339,
+//	                           or a time as `deltafs log` prints it, UTC)
 //	  .deltafs/stats           counters, JSON (a fresh rendering per stat)
 //
 // Root, version/, at/ and .deltafs/ are persistent nodes built in

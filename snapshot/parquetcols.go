@@ -89,9 +89,11 @@ func openParquet(ctx context.Context, st storage.Storage, key string, size int64
 	return &pqFile{key: key, f: f, size: size}, nil
 }
 
-// checkParquetFrame checks the magic bytes and that the footer length fits
-// in the file before parquet-go sees it: parquet-go allocates a buffer of
-// the stored length first (up to 4 GiB for a damaged file).
+// checkParquetFrame checks the magic bytes, that the footer length fits in
+// the file, and every size the footer claims (parquetfooter.go) before
+// parquet-go sees it: parquet-go allocates a buffer of the stored length
+// first (up to 4 GiB for a damaged file), and each list at its claimed
+// length.
 func checkParquetFrame(data []byte) error {
 	if len(data) < 12 || string(data[:4]) != "PAR1" || string(data[len(data)-4:]) != "PAR1" {
 		return corruptf("not a Parquet file (magic bytes missing)")
@@ -100,7 +102,7 @@ func checkParquetFrame(data []byte) error {
 	if int64(footer) > int64(len(data))-12 {
 		return corruptf("Parquet footer length %d does not fit in a %d-byte file", footer, len(data))
 	}
-	return nil
+	return checkFooterSizes(data[len(data)-8-int(footer) : len(data)-8])
 }
 
 type bytesReaderAt []byte

@@ -428,10 +428,10 @@ func (t *Table) build(ctx context.Context, v int64) (*Snapshot, error) {
 // finish checks the replayed state and makes it a Snapshot.
 func (t *Table) finish(v int64, st *state, ci *CommitInfo, lst *logListing) (*Snapshot, error) {
 	if st.protocol == nil {
-		return nil, t.err(v, "", corruptf("no protocol action in the log up to version %d", v))
+		return nil, t.err(v, "", corruptf("no protocol action in the log up to this version"))
 	}
 	if st.metadata == nil {
-		return nil, t.err(v, "", corruptf("no metaData action in the log up to version %d", v))
+		return nil, t.err(v, "", corruptf("no metaData action in the log up to this version"))
 	}
 	if v >= lst.latest {
 		t.mu.Lock()

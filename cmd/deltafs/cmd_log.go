@@ -101,7 +101,7 @@ func runLog(ctx context.Context, w io.Writer, location string, o logOptions) err
 		if op == "" {
 			op = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", vs.Version, vs.Timestamp.UTC().Format("2006-01-02 15:04:05.000"), op, vs.Files, rows)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", vs.Version, vs.Timestamp.UTC().Format(snapshot.LogTimeLayout), op, vs.Files, rows)
 		// Keep memory bounded on long logs: columns are aligned per
 		// block of lines.
 		if n++; n%4096 == 0 {
