@@ -183,9 +183,10 @@ func (t *Table) listing() *logListing {
 // Latest is the latest version as of the last listing of the log.
 func (t *Table) Latest() int64 { return t.listing().latest }
 
-// Refresh lists the log for commits newer than the latest known version
-// and returns the new latest version. Snapshot(-1) and VersionAt use the
-// last listing; Versions and History refresh it themselves.
+// Refresh lists the log for new commits (from the oldest pending gap, else
+// from the latest known version) and returns the new latest version.
+// Snapshot(-1) and VersionAt use the last listing; Versions and History
+// refresh it themselves.
 func (t *Table) Refresh(ctx context.Context) (int64, error) {
 	l, err := t.refresh(ctx)
 	if err != nil {
