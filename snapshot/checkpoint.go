@@ -218,8 +218,8 @@ func readAllSized(ctx context.Context, st storage.Storage, key string, size int6
 func readParquetCheckpoint(pf *pqFile) (p *ckptPart, err error) {
 	defer recoverParquet(&err)
 	p = &ckptPart{}
-	for _, rg := range pf.rowGroups() {
-		g := &groupReader{p: pf, rg: rg}
+	for i, rg := range pf.rowGroups() {
+		g := &groupReader{p: pf, rg: rg, idx: i}
 		if rows := rg.NumRows(); rows < 0 || rows > pf.size {
 			return nil, corruptf("parquet row group of %d rows in a %d-byte file", rows, pf.size)
 		}

@@ -7,11 +7,14 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 )
 
 // Hostile metadata: no allocation or loop is sized by a number the log or
@@ -194,5 +197,127 @@ func TestHostileLastCheckpointSize(t *testing.T) {
 	checkSimple(t, tbl, 3)
 	if n := f.st.readCount(lastCheckpointKey); n != 0 {
 		t.Errorf("_last_checkpoint read %d times", n)
+	}
+}
+
+// rewritePage returns a copy of the Parquet file data whose first page of
+// the leaf column named path has its header changed by edit (after its
+// bytes are changed by editData, when given), with the offsets after it
+// and the footer fixed, so that only the claim is hostile.
+func rewritePage(t *testing.T, data []byte, path string, edit func(*format.PageHeader), editData func([]byte) []byte) []byte {
+	t.Helper()
+	var proto thrift.CompactProtocol
+	flen := int(binary.LittleEndian.Uint32(data[len(data)-8:]))
+	body := data[:len(data)-8-flen]
+	var md format.FileMetaData
+	if err := thrift.Unmarshal(&proto, data[len(data)-8-flen:len(data)-8], &md); err != nil {
+		t.Fatal(err)
+	}
+	var cm *format.ColumnMetaData
+	for i := range md.RowGroups[0].Columns {
+		if c := &md.RowGroups[0].Columns[i].MetaData; strings.Join(c.PathInSchema, ".") == path {
+			cm = c
+		}
+	}
+	if cm == nil {
+		t.Fatalf("no column %s", path)
+	}
+	off := cm.DataPageOffset
+	if cm.DictionaryPageOffset > 0 && cm.DictionaryPageOffset < off {
+		off = cm.DictionaryPageOffset
+	}
+	r := proto.NewReaderFromBytes(body[off:])
+	var h format.PageHeader
+	if err := thrift.NewDecoder(r).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	dataStart := off + int64(r.BytesRead())
+	end := dataStart + int64(h.CompressedPageSize)
+	page := bytes.Clone(body[dataStart:end])
+	if editData != nil {
+		page = editData(page)
+		h.CompressedPageSize = int32(len(page))
+	}
+	edit(&h)
+	header, err := thrift.Marshal(&proto, &h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delta := int64(len(header)+len(page)) - (end - off)
+	out := append(append(append(bytes.Clone(body[:off]), header...), page...), body[end:]...)
+	for i := range md.RowGroups[0].Columns {
+		c := &md.RowGroups[0].Columns[i].MetaData
+		if c == cm {
+			c.TotalCompressedSize += delta
+			continue
+		}
+		if c.DataPageOffset > off {
+			c.DataPageOffset += delta
+		}
+		if c.DictionaryPageOffset > off {
+			c.DictionaryPageOffset += delta
+		}
+	}
+	footer, err := thrift.Marshal(&proto, &md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out = append(out, footer...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
+	return append(out, "PAR1"...)
+}
+
+// A page that claims 2 GiB (compressed, uncompressed, or in its snappy
+// stream) in a checkpoint of a few KiB fails naming the checkpoint, and
+// allocates nothing of the kind; the page rewritten without a hostile
+// claim still reads (the rewriting itself is sound).
+func TestHostileParquetPages(t *testing.T) {
+	const ckpt = "00000000000000000002.checkpoint.parquet"
+	orig, err := os.ReadFile(filepath.Join(testdataDir, "dat-with_checkpoint", "_delta_log", ckpt))
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(*format.PageHeader) {}
+	cases := map[string]struct {
+		data []byte
+		want string // "" when it must read
+	}{
+		"rewritten as it was": {rewritePage(t, orig, "add.path", same, nil), ""},
+		"compressed size": {rewritePage(t, orig, "add.path", func(h *format.PageHeader) { h.CompressedPageSize = math.MaxInt32 }, nil),
+			"a page claims 2147483647 bytes, "},
+		"uncompressed size": {rewritePage(t, orig, "add.path", func(h *format.PageHeader) { h.UncompressedPageSize = math.MaxInt32 }, nil),
+			"claims 2147483647 uncompressed"},
+		"snappy length": {rewritePage(t, orig, "add.path", same, func(p []byte) []byte {
+			_, k := binary.Uvarint(p)
+			return append(binary.AppendUvarint(nil, math.MaxUint32), p[k:]...)
+		}), "a snappy page claims 4294967295 bytes"},
+		"values": {rewritePage(t, orig, "add.path", func(h *format.PageHeader) {
+			if h.DataPageHeader.Valid {
+				h.DataPageHeader.V.NumValues = math.MaxInt32
+			} else {
+				h.DictionaryPageHeader.V.NumValues = math.MaxInt32
+			}
+		}, nil), "a page claims 2147483647 values"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := copyTable(t, "dat-with_checkpoint")
+			if err := os.WriteFile(logFilePath(dir, ckpt), c.data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			tbl := mustOpen(t, openLocal(t, dir))
+			var err error
+			if a := allocated(func() { _, err = tbl.Snapshot(context.Background(), 2) }); a > 64<<20 {
+				t.Errorf("allocated %d MiB", a>>20)
+			}
+			if c.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkReadable(t, tbl, "dat-with_checkpoint", 2, 3)
+				return
+			}
+			wantErr(t, err, ErrCorrupt, dir+" version 2: _delta_log/"+ckpt+": parquet column ", c.want)
+		})
 	}
 }
