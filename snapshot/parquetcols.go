@@ -91,7 +91,7 @@ func openParquet(ctx context.Context, st storage.Storage, key string, size int64
 }
 
 // checkParquetFrame checks the magic bytes, that the footer length fits in
-// the file, and every size the footer claims (parquetfooter.go) before
+// the file, and every size the footer claims (parquetclaims.go) before
 // parquet-go sees it: parquet-go allocates a buffer of the stored length
 // first (up to 4 GiB for a damaged file), and each list at its claimed
 // length.
