@@ -44,7 +44,8 @@ one commit per version.
 
 With --json, each version is one line:
   {"version":3,"timestamp":1673493662988,"operation":"WRITE","files":1,"rows":5}
-timestamp is in Unix milliseconds.
+timestamp is in Unix milliseconds. Each time printed (timestamp, or the COMMITTED column
+as it is written), given to --at of cat or warm or to a mount's at/, selects its version.
 
 Exit status: 0 on success, 1 on any error (one line on stderr, naming the table, the
 version and the file at fault; versions before it are printed), 2 on bad usage.`,

@@ -16,9 +16,9 @@ import (
 )
 
 // Time travel by the times deltafs prints: for every version of every
-// shared table, the time `deltafs log --json` and `deltafs log` print
-// for it, given back to `deltafs cat --at` and to a mount's at/, selects
-// that version. The commit files get the manifest's commit times plus a
+// shared table, the time `deltafs log --json`, `deltafs log` and the
+// mount's _commit.json print for it, given back to `deltafs cat --at` and
+// to a mount's at/, selects that version. The commit files get the manifest's commit times plus a
 // sub-millisecond part, as a real file system keeps them (a nanosecond
 // time printed as milliseconds selected the version before).
 func TestTimeTravelByPrintedTimes(t *testing.T) {
@@ -85,7 +85,18 @@ func TestTimeTravelByPrintedTimes(t *testing.T) {
 				if err != nil {
 					t.Fatalf("cat --version %d: %v", p.version, err)
 				}
-				for _, at := range []string{strconv.FormatInt(p.ms, 10), p.table} {
+				var commit struct {
+					Timestamp int64  `json:"timestamp"`
+					Time      string `json:"time"`
+				}
+				raw, err := os.ReadFile(filepath.Join(m.Dir, "version", strconv.FormatInt(p.version, 10), "_commit.json"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(raw, &commit); err != nil || commit.Timestamp != p.ms {
+					t.Errorf("version %d: _commit.json timestamp %d (%v), log says %d", p.version, commit.Timestamp, err, p.ms)
+				}
+				for _, at := range []string{strconv.FormatInt(p.ms, 10), p.table, commit.Time} {
 					got, err := exec.Command(bin, "cat", dir, "--at", at).CombinedOutput()
 					if err != nil || string(got) != string(want) {
 						t.Errorf("cat --at %q (version %d's time): %v\n%.300s\nwant the rows of version %d", at, p.version, err, got, p.version)
