@@ -207,3 +207,34 @@ func TestCheckpointPartsDisagree(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A checkpoint written while the table is open is checked against the
+// _last_checkpoint written with it.
+func TestCheckpointWrittenWhileOpenIsCrossChecked(t *testing.T) {
+	f := newFakeLog(t)
+	f.simple(5)
+	ctx := context.Background()
+	tbl := mustOpen(t, f.st)
+	f.commit(6, simpleActions(6)...)
+	f.jsonCheckpoint(6)
+	f.st.set(lastCheckpointKey, []byte(`{"version":6,"numOfAddFiles":99}`), f.at(6))
+	f.commit(7, simpleActions(7)...)
+	for v := int64(0); v <= 6; v++ {
+		f.st.remove(commitKey(v))
+	}
+	if _, err := tbl.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_, err := tbl.Snapshot(ctx, 7)
+	wantErr(t, err, ErrCorrupt, "mem://table version 7: _delta_log/00000000000000000006.checkpoint.00000006-0000-0000-0000-000000000000.json: checkpoint holds 4 add actions, _last_checkpoint says numOfAddFiles 99")
+	// The hint is read once for that checkpoint, not at every poll.
+	reads := f.st.readCount(lastCheckpointKey)
+	for range 3 {
+		if _, err := tbl.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := f.st.readCount(lastCheckpointKey); n != reads {
+		t.Errorf("_last_checkpoint read %d more times by polls", n-reads)
+	}
+}

@@ -79,6 +79,9 @@ type Table struct {
 	// hints are the _last_checkpoint contents read so far, by the
 	// version they describe (checkpoints are cross-checked against them).
 	hints map[int64]lastCheckpointHint // guarded by mu
+	// hintRead is the newest checkpoint version listed when
+	// _last_checkpoint was last read.
+	hintRead int64 // guarded by mu
 	// untrusted are checkpoints (by key) that failed a cross-check, with
 	// the reason: segments avoid them while another way to build a
 	// version exists.
@@ -110,6 +113,7 @@ func OpenWithOptions(ctx context.Context, st storage.Storage, opts Options) (*Ta
 		dvs:       newLRU[string, *roaring64.Bitmap](opts.CachedDeletionVectors),
 		ict:       ictConfig{since: -1},
 		hints:     map[int64]lastCheckpointHint{},
+		hintRead:  -1,
 		untrusted: map[string]error{},
 	}
 	from := int64(0)
@@ -122,6 +126,9 @@ func OpenWithOptions(ctx context.Context, st storage.Storage, opts Options) (*Ta
 		return nil, t.err(-1, logDir, err)
 	}
 	lst := newListing(from, files)
+	if c, ok := lst.checkpointAtOrBefore(lst.latest, nil); ok {
+		t.hintRead = c.Version
+	}
 	if from > 0 {
 		// The hint is usable only if the listing from it holds a complete
 		// checkpoint: a stale hint still works (newer checkpoints are
@@ -213,8 +220,10 @@ func (t *Table) refresh(ctx context.Context) (*logListing, error) {
 }
 
 // readNewHint reads _last_checkpoint again when the listing has a complete
-// checkpoint newer than every hint read so far, so that the checkpoints
-// written while the table is open are cross-checked too.
+// checkpoint newer than any listed when it was last read, so that the
+// checkpoints written while the table is open are cross-checked too (once
+// per new checkpoint: a writer that never updates the hint costs no read
+// per poll).
 func (t *Table) readNewHint(ctx context.Context, l *logListing) {
 	newest, ok := l.checkpointAtOrBefore(l.latest, nil)
 	if !ok {
@@ -222,8 +231,12 @@ func (t *Table) readNewHint(ctx context.Context, l *logListing) {
 	}
 	t.mu.Lock()
 	_, known := t.hints[newest.Version]
+	stale := !known && newest.Version > t.hintRead
+	if stale {
+		t.hintRead = newest.Version
+	}
 	t.mu.Unlock()
-	if known {
+	if !stale {
 		return
 	}
 	if h, ok := readLastCheckpoint(ctx, t.st); ok {
@@ -348,6 +361,7 @@ func (t *Table) build(ctx context.Context, v int64) (*Snapshot, error) {
 	lst := t.listing()
 	var seg *segment
 	var st *state
+	marked := map[string]bool{}
 	for {
 		var err error
 		var file string
@@ -363,7 +377,8 @@ func (t *Table) build(ctx context.Context, v int64) (*Snapshot, error) {
 			return nil, t.segmentErr(lst, v, file, err)
 		}
 		st, file, err = t.startState(ctx, seg)
-		if errors.Is(err, errInconsistent) {
+		if errors.Is(err, errInconsistent) && !marked[seg.Checkpoint.Key()] {
+			marked[seg.Checkpoint.Key()] = true
 			t.mu.Lock()
 			t.untrusted[seg.Checkpoint.Key()] = err
 			t.mu.Unlock()
