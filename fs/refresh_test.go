@@ -20,12 +20,12 @@ import (
 // version it does not move to, and on as soon as the log is readable
 // again.
 
-const refreshTables = "../testdata/delta"
+const refreshTablesDir = "../testdata/delta"
 
-// copyTableDir copies a shared test table into a temporary directory.
-func copyTableDir(t *testing.T, name string) string {
+// refreshCopyTable copies a shared test table into a temporary directory.
+func refreshCopyTable(t *testing.T, name string) string {
 	t.Helper()
-	src := filepath.Join(refreshTables, name)
+	src := filepath.Join(refreshTablesDir, name)
 	dst := filepath.Join(t.TempDir(), name)
 	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -57,20 +57,18 @@ func copyTableDir(t *testing.T, name string) string {
 }
 
 // writeCommit writes _delta_log/<v>.json of table.
-func writeCommit(t *testing.T, table string, v int, content string) {
+func refreshWriteCommit(t *testing.T, table string, v int, content string) {
 	t.Helper()
-	name := filepath.Join(table, "_delta_log", strings.Repeat("0", 20-len(itoa(v)))+itoa(v)+".json")
+	name := filepath.Join(table, "_delta_log", strings.Repeat("0", 20-len(strconv.Itoa(v)))+strconv.Itoa(v)+".json")
 	if err := os.WriteFile(name, []byte(content), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func itoa(v int) string { return strconv.Itoa(v) }
-
-const emptyCommit = `{"commitInfo":{"timestamp":1700000000000,"operation":"TEST"}}` + "\n"
+const refreshEmptyCommit = `{"commitInfo":{"timestamp":1700000000000,"operation":"TEST"}}` + "\n"
 
 // latestIs waits up to bound for MOUNT/latest to read want.
-func latestIs(t *testing.T, m *mounttest.Mount, want string, bound time.Duration) {
+func refreshLatestIs(t *testing.T, m *mounttest.Mount, want string, bound time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(bound)
 	got := ""
@@ -85,7 +83,7 @@ func latestIs(t *testing.T, m *mounttest.Mount, want string, bound time.Duration
 }
 
 // listed waits up to bound for version/<name> to be listed.
-func listed(t *testing.T, m *mounttest.Mount, name string, bound time.Duration) {
+func refreshListed(t *testing.T, m *mounttest.Mount, name string, bound time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(bound)
 	for time.Now().Before(deadline) {
@@ -101,7 +99,7 @@ func listed(t *testing.T, m *mounttest.Mount, name string, bound time.Duration) 
 }
 
 // stays checks that latest reads want for a while (many polls).
-func stays(t *testing.T, m *mounttest.Mount, want string) {
+func refreshStays(t *testing.T, m *mounttest.Mount, want string) {
 	t.Helper()
 	for range 10 {
 		if got, _ := os.Readlink(filepath.Join(m.Dir, "latest")); got != want {
@@ -112,15 +110,15 @@ func stays(t *testing.T, m *mounttest.Mount, want string) {
 }
 
 // skipWarning is the one log line for a version latest does not move to.
-func skipWarning(table string, v int, cause string) string {
+func refreshSkipWarning(table string, v int, cause string) string {
 	return `level=WARN msg="latest does not move to a version that cannot be read" table=` + table +
-		" version=" + itoa(v) + ` cause="` + strings.ReplaceAll(cause, `"`, `\"`) + `"`
+		" version=" + strconv.Itoa(v) + ` cause="` + strings.ReplaceAll(cause, `"`, `\"`) + `"`
 }
 
 // eio checks that reading version/<v>/_commit.json fails with EIO.
-func eio(t *testing.T, m *mounttest.Mount, v int) {
+func refreshEIO(t *testing.T, m *mounttest.Mount, v int) {
 	t.Helper()
-	_, err := os.ReadFile(filepath.Join(m.Dir, "version", itoa(v), "_commit.json"))
+	_, err := os.ReadFile(filepath.Join(m.Dir, "version", strconv.Itoa(v), "_commit.json"))
 	if !errors.Is(err, syscall.EIO) {
 		t.Fatalf("version/%d/_commit.json: %v, want EIO", v, err)
 	}
@@ -131,25 +129,25 @@ func eio(t *testing.T, m *mounttest.Mount, v int) {
 // the missing commit appears latest moves on, and keeps moving.
 func TestMountLatestWaitsForMissingCommit(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := copyTableDir(t, "dat-basic_append")
+	table := refreshCopyTable(t, "dat-basic_append")
 	m := mounttest.Start(t, bin, table, "--refresh", "200ms", "--cache-dir", "none")
-	latestIs(t, m, "version/2", 5*time.Second)
+	refreshLatestIs(t, m, "version/2", 5*time.Second)
 
-	writeCommit(t, table, 4, emptyCommit)
-	listed(t, m, "4", 10*time.Second)
-	stays(t, m, "version/2")
-	eio(t, m, 4)
-	warn := skipWarning(table, 4, "_delta_log/00000000000000000003.json: missing commit file: the log jumps from version 2 to 4")
+	refreshWriteCommit(t, table, 4, refreshEmptyCommit)
+	refreshListed(t, m, "4", 10*time.Second)
+	refreshStays(t, m, "version/2")
+	refreshEIO(t, m, 4)
+	warn := refreshSkipWarning(table, 4, "_delta_log/00000000000000000003.json: missing commit file: the log jumps from version 2 to 4")
 	if n := strings.Count(m.Log(), warn); n != 1 {
 		t.Fatalf("%d warnings %q, want 1; log:\n%s", n, warn, m.Log())
 	}
 
 	start := time.Now()
-	writeCommit(t, table, 3, emptyCommit)
-	latestIs(t, m, "version/4", 10*time.Second)
+	refreshWriteCommit(t, table, 3, refreshEmptyCommit)
+	refreshLatestIs(t, m, "version/4", 10*time.Second)
 	t.Logf("latest moved %v after the missing commit appeared", time.Since(start))
-	writeCommit(t, table, 5, emptyCommit)
-	latestIs(t, m, "version/5", 10*time.Second)
+	refreshWriteCommit(t, table, 5, refreshEmptyCommit)
+	refreshLatestIs(t, m, "version/5", 10*time.Second)
 	if _, err := os.ReadFile(filepath.Join(m.Dir, "version", "4", "_commit.json")); err != nil {
 		t.Fatalf("version/4 once the gap filled: %v", err)
 	}
@@ -164,15 +162,15 @@ func TestMountLatestWaitsForMissingCommit(t *testing.T) {
 // changes the protocol back.
 func TestMountLatestSkipsUnreadableCommits(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := copyTableDir(t, "dat-basic_append")
+	table := refreshCopyTable(t, "dat-basic_append")
 	m := mounttest.Start(t, bin, table, "--refresh", "200ms", "--cache-dir", "none")
-	latestIs(t, m, "version/2", 5*time.Second)
+	refreshLatestIs(t, m, "version/2", 5*time.Second)
 
-	writeCommit(t, table, 3, emptyCommit[:20])
-	listed(t, m, "3", 10*time.Second)
-	stays(t, m, "version/2")
-	eio(t, m, 3)
-	truncated := skipWarning(table, 3, "_delta_log/00000000000000000003.json: line 1: unexpected end of JSON input")
+	refreshWriteCommit(t, table, 3, refreshEmptyCommit[:20])
+	refreshListed(t, m, "3", 10*time.Second)
+	refreshStays(t, m, "version/2")
+	refreshEIO(t, m, 3)
+	truncated := refreshSkipWarning(table, 3, "_delta_log/00000000000000000003.json: line 1: unexpected end of JSON input")
 	if n := strings.Count(m.Log(), truncated); n != 1 {
 		t.Fatalf("%d warnings %q, want 1; log:\n%s", n, truncated, m.Log())
 	}
@@ -184,21 +182,21 @@ func TestMountLatestSkipsUnreadableCommits(t *testing.T) {
 		t.Fatalf("fresh mount: %v", err)
 	}
 
-	writeCommit(t, table, 3, emptyCommit) // the writer completes it
-	latestIs(t, m, "version/3", 10*time.Second)
+	refreshWriteCommit(t, table, 3, refreshEmptyCommit) // the writer completes it
+	refreshLatestIs(t, m, "version/3", 10*time.Second)
 
-	writeCommit(t, table, 4, `{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["zzz"],"writerFeatures":["zzz"]}}`+"\n")
-	listed(t, m, "4", 10*time.Second)
-	stays(t, m, "version/3")
-	eio(t, m, 4)
-	refused := skipWarning(table, 4, `_delta_log/00000000000000000004.json: unsupported table protocol: reader feature "zzz" is not supported`)
+	refreshWriteCommit(t, table, 4, `{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["zzz"],"writerFeatures":["zzz"]}}`+"\n")
+	refreshListed(t, m, "4", 10*time.Second)
+	refreshStays(t, m, "version/3")
+	refreshEIO(t, m, 4)
+	refused := refreshSkipWarning(table, 4, `_delta_log/00000000000000000004.json: unsupported table protocol: reader feature "zzz" is not supported`)
 	if n := strings.Count(m.Log(), refused); n != 1 {
 		t.Fatalf("%d warnings %q, want 1; log:\n%s", n, refused, m.Log())
 	}
 
-	writeCommit(t, table, 5, `{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}`+"\n")
-	latestIs(t, m, "version/5", 10*time.Second)
-	eio(t, m, 4)
+	refreshWriteCommit(t, table, 5, `{"protocol":{"minReaderVersion":1,"minWriterVersion":2}}`+"\n")
+	refreshLatestIs(t, m, "version/5", 10*time.Second)
+	refreshEIO(t, m, 4)
 	if n := strings.Count(m.Log(), `msg="latest does not move`); n != 2 {
 		t.Errorf("%d skip warnings in all, want 2; log:\n%s", n, m.Log())
 	}

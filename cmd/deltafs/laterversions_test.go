@@ -22,7 +22,7 @@ func TestCatOlderVersionsDespiteLaterProblems(t *testing.T) {
 		{
 			name: "protocol upgrade",
 			damage: func(table string) {
-				writeLog(t, table, "00000000000000000003.json", `{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["zzz"],"writerFeatures":["zzz"]}}`)
+				writeLaterLog(t, table, "00000000000000000003.json", `{"protocol":{"minReaderVersion":3,"minWriterVersion":7,"readerFeatures":["zzz"],"writerFeatures":["zzz"]}}`)
 			},
 			latest:  ` version 3: _delta_log/00000000000000000003.json: unsupported table protocol: reader feature "zzz" is not supported`,
 			logWant: ` version 3: _delta_log/00000000000000000003.json: unsupported table protocol: reader feature "zzz" is not supported`,
@@ -30,7 +30,7 @@ func TestCatOlderVersionsDespiteLaterProblems(t *testing.T) {
 		{
 			name: "missing commit",
 			damage: func(table string) {
-				writeLog(t, table, "00000000000000000004.json", `{"commitInfo":{"timestamp":1700000000000}}`)
+				writeLaterLog(t, table, "00000000000000000004.json", `{"commitInfo":{"timestamp":1700000000000}}`)
 			},
 			latest:  ` version 4: _delta_log/00000000000000000003.json: missing commit file: the log jumps from version 2 to 4`,
 			logWant: ` version 4: _delta_log/00000000000000000003.json: missing commit file: the log jumps from version 2 to 4`,
@@ -69,7 +69,7 @@ func TestCatVersionNotFoundMessage(t *testing.T) {
 	catFails(t, 2, []string{table, "--at", "yesterday"}, `deltafs: --at: "yesterday" is not a time: want Unix milliseconds`)
 }
 
-func writeLog(t *testing.T, table, name, content string) {
+func writeLaterLog(t *testing.T, table, name, content string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(table, "_delta_log", name), []byte(content+"\n"), 0o644); err != nil {
 		t.Fatal(err)
