@@ -56,7 +56,7 @@ func refreshCopyTable(t *testing.T, name string) string {
 	return dst
 }
 
-// writeCommit writes _delta_log/<v>.json of table.
+// refreshWriteCommit writes _delta_log/<v>.json of table.
 func refreshWriteCommit(t *testing.T, table string, v int, content string) {
 	t.Helper()
 	name := filepath.Join(table, "_delta_log", strings.Repeat("0", 20-len(strconv.Itoa(v)))+strconv.Itoa(v)+".json")
@@ -67,7 +67,7 @@ func refreshWriteCommit(t *testing.T, table string, v int, content string) {
 
 const refreshEmptyCommit = `{"commitInfo":{"timestamp":1700000000000,"operation":"TEST"}}` + "\n"
 
-// latestIs waits up to bound for MOUNT/latest to read want.
+// refreshLatestIs waits up to bound for MOUNT/latest to read want.
 func refreshLatestIs(t *testing.T, m *mounttest.Mount, want string, bound time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(bound)
@@ -82,7 +82,7 @@ func refreshLatestIs(t *testing.T, m *mounttest.Mount, want string, bound time.D
 	t.Fatalf("latest -> %q after %v, want %q", got, bound, want)
 }
 
-// listed waits up to bound for version/<name> to be listed.
+// refreshListed waits up to bound for version/<name> to be listed.
 func refreshListed(t *testing.T, m *mounttest.Mount, name string, bound time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(bound)
@@ -98,7 +98,7 @@ func refreshListed(t *testing.T, m *mounttest.Mount, name string, bound time.Dur
 	t.Fatalf("version/%s not listed after %v", name, bound)
 }
 
-// stays checks that latest reads want for a while (many polls).
+// refreshStays checks that latest reads want for a while (many polls).
 func refreshStays(t *testing.T, m *mounttest.Mount, want string) {
 	t.Helper()
 	for range 10 {
@@ -109,13 +109,13 @@ func refreshStays(t *testing.T, m *mounttest.Mount, want string) {
 	}
 }
 
-// skipWarning is the one log line for a version latest does not move to.
+// refreshSkipWarning is the one log line for a version latest does not move to.
 func refreshSkipWarning(table string, v int, cause string) string {
 	return `level=WARN msg="latest does not move to a version that cannot be read" table=` + table +
 		" version=" + strconv.Itoa(v) + ` cause="` + strings.ReplaceAll(cause, `"`, `\"`) + `"`
 }
 
-// eio checks that reading version/<v>/_commit.json fails with EIO.
+// refreshEIO checks that reading version/<v>/_commit.json fails with EIO.
 func refreshEIO(t *testing.T, m *mounttest.Mount, v int) {
 	t.Helper()
 	_, err := os.ReadFile(filepath.Join(m.Dir, "version", strconv.Itoa(v), "_commit.json"))
