@@ -13,6 +13,7 @@ FUZZTIME ?= 10s
 FUZZ_TARGETS := \
 	./snapshot FuzzParseCommit \
 	./snapshot FuzzDecodeDeletionVector \
+	./snapshot FuzzCheckpointCrossCheck \
 	./gds FuzzParseManifest
 
 .PHONY: all build test unit fuzz vet demo bench deps clean

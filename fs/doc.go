@@ -7,7 +7,8 @@
 // # The tree
 //
 //	MOUNT/
-//	  latest -> version/N      symlink; moves when a new commit is polled
+//	  latest -> version/N      symlink; moves, when the log is polled, to the
+//	                           newest version that reads (Root.refresh)
 //	  version/                 every readable version, oldest first
 //	    N/
 //	      _commit.json         commit info, live files and rows
@@ -19,8 +20,16 @@
 //	          <id><ext>        the samples of shard K
 //	          <class>/<id><ext>   instead, with a class column
 //	  at/<time>                lookup-only link to ../version/N current at
-//	                           <time> (RFC 3339 or Unix milliseconds)
+//	                           <time> (snapshot.ParseTime: Unix ms, RFC 3339,
+//	                           or a time as `deltafs log` prints it, UTC)
 //	  .deltafs/stats           counters, JSON (a fresh rendering per stat)
+//
+// latest moves only to a version whose snapshot builds (protocol accepted,
+// log intact): a newer version that does not is listed under version/
+// (reading under it fails with EIO and a log line), logged once per
+// version and cause with the table and the cause, and tried again at
+// every poll; latest moves on once it (or a later version) reads. A
+// failed poll keeps the last list and is logged once.
 //
 // Root, version/, at/ and .deltafs/ are persistent nodes built in
 // Root.OnAdd; everything below is created by Lookup and forgotten when the

@@ -3,7 +3,7 @@ package fs
 import (
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -70,6 +70,9 @@ type Root struct {
 	byNum    map[int64]int          // guarded by mu; version -> index in versions
 	latest   int64                  // guarded by mu; -1 before the first listing
 	pollErr  error                  // guarded by mu; the last poll's error
+
+	skipMu  sync.Mutex
+	skipped map[int64]string // guarded by skipMu; versions latest did not move to, with the cause logged
 
 	readLatency cache.Histogram // FUSE reads of sample files, as served
 }
@@ -153,10 +156,13 @@ func setTime(a *fuse.Attr, t time.Time) {
 }
 
 // Run polls the log every Refresh until ctx ends, so new versions appear
-// and latest moves without a remount. Call it after mounting.
+// and latest moves without a remount. Call it after mounting. A failed
+// poll keeps the last list; it is logged once (again when the cause
+// changes), and its recovery once.
 func (r *Root) Run(ctx context.Context) {
 	t := time.NewTicker(r.opts.Refresh)
 	defer t.Stop()
+	failing := ""
 	for {
 		select {
 		case <-ctx.Done():
@@ -166,52 +172,141 @@ func (r *Root) Run(ctx context.Context) {
 		pctx, cancel := context.WithTimeout(ctx, max(r.opts.Refresh*5, 30*time.Second))
 		err := r.refresh(pctx)
 		cancel()
-		if err != nil && ctx.Err() == nil {
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil && err.Error() != failing:
+			failing = err.Error()
 			r.log.Warn("listing the table's versions failed; keeping the last list", "err", err)
+		case err == nil && failing != "":
+			failing = ""
+			r.log.Info("listing the table's versions works again")
 		}
 	}
 }
 
-// refresh lists the versions and, when latest moved, tells the kernel.
+// refresh lists the versions and moves latest to the newest version that
+// can be read (see pickLatest); when latest moves or versions appear, it
+// tells the kernel.
 func (r *Root) refresh(ctx context.Context) error {
 	vs, err := r.opts.Samples.Versions(ctx)
-	r.mu.Lock()
-	r.pollErr = err
 	if err != nil {
+		r.mu.Lock()
+		r.pollErr = err
 		r.mu.Unlock()
 		return err
 	}
+	r.mu.RLock()
 	old := r.latest
-	oldLen := len(r.versions)
+	r.mu.RUnlock()
+	latest := r.pickLatest(ctx, vs, old)
+	if latest < 0 {
+		err := errors.New("no version of the table can be read")
+		r.mu.Lock()
+		r.pollErr = err
+		r.mu.Unlock()
+		return err
+	}
+	r.mu.Lock()
+	r.pollErr = nil
+	oldVersions := r.byNum
 	r.versions = vs
 	r.byNum = make(map[int64]int, len(vs))
 	for i, v := range vs {
 		r.byNum[v.Version] = i
 	}
-	r.latest = -1
-	if len(vs) > 0 {
-		r.latest = vs[len(vs)-1].Version
-	}
+	r.latest = latest
 	moved := r.latest != old
 	r.mu.Unlock()
-	if moved && old >= 0 {
-		r.log.Info("new version", "latest", r.latest, "was", old)
+	var added []string
+	for _, v := range vs {
+		if _, ok := oldVersions[v.Version]; !ok {
+			added = append(added, strconv.FormatInt(v.Version, 10))
+		}
 	}
-	if r.latestNode != nil && moved {
+	if moved && old >= 0 {
+		r.log.Info("new version", "latest", latest, "was", old)
+	}
+	if r.latestNode != nil && (moved || len(added) > 0) {
 		// Drop the kernel's cached dentry and attributes of latest and of
 		// the new version names (negative entries).
 		go func() {
-			r.latestNode.NotifyContent(0, 0)
-			r.NotifyEntry("latest")
-			r.mu.RLock()
-			added := append([]snapshot.VersionInfo(nil), r.versions[min(oldLen, len(r.versions)):]...)
-			r.mu.RUnlock()
-			for _, v := range added {
-				r.versionsDir.NotifyEntry(strconv.FormatInt(v.Version, 10))
+			if moved {
+				r.latestNode.NotifyContent(0, 0)
+				r.NotifyEntry("latest")
+			}
+			for _, name := range added {
+				r.versionsDir.NotifyEntry(name)
 			}
 		}()
 	}
 	return nil
+}
+
+// pickLatest is where latest points after a poll: the newest listed
+// version newer than old whose snapshot builds (protocol accepted, log
+// intact), else old. A newer version that cannot be read is logged once
+// per cause, with the table, the version and the cause, and tried again
+// at every poll (a partial write may complete, a later commit may change
+// the protocol back). Versions are tried newest first; a failure naming a
+// log file of version c skips the versions from c up, which all need that
+// file (snapshot.Error.FileVersion).
+func (r *Root) pickLatest(ctx context.Context, vs []snapshot.VersionInfo, old int64) int64 {
+	for i := len(vs) - 1; i >= 0 && vs[i].Version > old; i-- {
+		v := vs[i].Version
+		_, err := r.opts.Samples.Version(ctx, v)
+		if err == nil {
+			r.skippedUpTo(v)
+			return v
+		}
+		if ctx.Err() != nil {
+			return old
+		}
+		r.warnSkipped(v, err)
+		var se *snapshot.Error
+		if errors.As(err, &se) {
+			if c, ok := se.FileVersion(); ok && c < v {
+				for i > 0 && vs[i-1].Version >= c {
+					i--
+				}
+			}
+		}
+	}
+	return old
+}
+
+// warnSkipped logs, once per version and cause, that latest does not move
+// to version v.
+func (r *Root) warnSkipped(v int64, err error) {
+	table, cause := "", err.Error()
+	var se *snapshot.Error
+	if errors.As(err, &se) {
+		table, cause = se.Table, se.Err.Error()
+		if se.File != "" {
+			cause = se.File + ": " + cause
+		}
+	}
+	r.skipMu.Lock()
+	defer r.skipMu.Unlock()
+	if r.skipped == nil {
+		r.skipped = map[int64]string{}
+	}
+	if r.skipped[v] == cause {
+		return
+	}
+	r.skipped[v] = cause
+	r.log.Warn("latest does not move to a version that cannot be read", "table", table, "version", v, "cause", cause)
+}
+
+// skippedUpTo forgets the skipped versions up to v (latest reached v).
+func (r *Root) skippedUpTo(v int64) {
+	r.skipMu.Lock()
+	defer r.skipMu.Unlock()
+	for u := range r.skipped {
+		if u <= v {
+			delete(r.skipped, u)
+		}
+	}
 }
 
 // version looks a version up in the last listing.
@@ -228,10 +323,10 @@ func (r *Root) version(v int64) (snapshot.VersionInfo, bool) {
 func (r *Root) latestTime() time.Time {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	if len(r.versions) == 0 {
-		return r.started
+	if i, ok := r.byNum[r.latest]; ok {
+		return r.versions[i].Timestamp
 	}
-	return r.versions[len(r.versions)-1].Timestamp
+	return r.started
 }
 
 // latestLink is MOUNT/latest -> version/N.
@@ -282,22 +377,9 @@ var _ = (gofs.NodeLookuper)((*atDir)(nil))
 var _ = (gofs.NodeReaddirer)((*atDir)(nil)) // empty: names are computed
 var _ = (gofs.NodeGetattrer)((*atDir)(nil))
 
-// ParseTime parses an at/ name: RFC 3339 (with or without fractional
-// seconds) or Unix milliseconds.
-func ParseTime(name string) (time.Time, error) {
-	if ms, err := strconv.ParseInt(name, 10, 64); err == nil {
-		return time.UnixMilli(ms), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, name)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("%q is neither RFC 3339 nor Unix milliseconds", name)
-	}
-	return t, nil
-}
-
 // Lookup implements gofs.NodeLookuper.
 func (d *atDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	ts, err := ParseTime(name)
+	ts, err := snapshot.ParseTime(name)
 	if err != nil {
 		return nil, syscall.ENOENT
 	}

@@ -26,15 +26,24 @@ type checkpointState struct {
 	Metadata *Metadata
 	Adds     []*AddFile
 	V2       bool // it had a checkpointMetadata action
+
+	// What the cross-checks compare (crosscheck.go).
+	Actions   int64 // actions in every file of it, sidecars included
+	Protocols int   // protocol actions (a reconciled state has one)
+	Metadatas int   // metaData actions (likewise)
 }
 
 // ckptPart is what one checkpoint file (or sidecar) holds.
 type ckptPart struct {
-	protocol *Protocol
-	metadata *Metadata
-	meta     *CheckpointMeta
-	adds     []*AddFile
-	sidecars []*Sidecar
+	protocol  *Protocol
+	metadata  *Metadata
+	meta      *CheckpointMeta
+	adds      []*AddFile
+	sidecars  []*Sidecar
+	actions   int64 // rows (Parquet) or non-empty lines (JSON)
+	protocols int
+	metadatas int
+	size      int64 // bytes of the file
 }
 
 // readCheckpoint reads every file of c, then the sidecars they list.
@@ -67,6 +76,9 @@ func readCheckpoint(ctx context.Context, st storage.Storage, c checkpointRef) (*
 		if p.metadata != nil {
 			cs.Metadata = p.metadata
 		}
+		cs.Actions += p.actions
+		cs.Protocols += p.protocols
+		cs.Metadatas += p.metadatas
 		if p.meta != nil {
 			cs.V2 = true
 			if p.meta.Version != c.Version {
@@ -91,11 +103,12 @@ func readCheckpoint(ctx context.Context, st storage.Storage, c checkpointRef) (*
 		g.SetLimit(4)
 		for i, sc := range sidecars {
 			g.Go(func() error {
-				size := sc.SizeInBytes
-				if size <= 0 {
-					size = -1
+				// The sidecar's size comes from its object, not from the
+				// action (which sizes nothing it has not checked).
+				p, err := readCheckpointFile(gctx, st, keys[i], -1, false)
+				if err == nil && sc.SizeInBytes > 0 && sc.SizeInBytes != p.size {
+					err = corruptf("sidecar is %d bytes, %s says %d", p.size, c.Files[0].Key, sc.SizeInBytes)
 				}
-				p, err := readCheckpointFile(gctx, st, keys[i], size, false)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -105,6 +118,7 @@ func readCheckpoint(ctx context.Context, st storage.Storage, c checkpointRef) (*
 					return fmt.Errorf("%w (a sidecar of %s)", err, c.Files[0].Key)
 				}
 				cs.Adds = append(cs.Adds, p.adds...)
+				cs.Actions += p.actions
 				return nil
 			})
 		}
@@ -163,7 +177,8 @@ func readCheckpointFile(ctx context.Context, st storage.Storage, key string, siz
 		if err != nil {
 			return nil, err
 		}
-		p := &ckptPart{protocol: a.Protocol, metadata: a.Metadata, meta: a.CheckpointMeta, sidecars: a.Sidecars}
+		p := &ckptPart{protocol: a.Protocol, metadata: a.Metadata, meta: a.CheckpointMeta, sidecars: a.Sidecars,
+			actions: int64(a.Lines), protocols: a.protocols, metadatas: a.metadatas, size: int64(len(data))}
 		for _, op := range a.Ops {
 			if op.Add != nil {
 				p.adds = append(p.adds, op.Add)
@@ -175,7 +190,12 @@ func readCheckpointFile(ctx context.Context, st storage.Storage, key string, siz
 	if err != nil {
 		return nil, err
 	}
-	return readParquetCheckpoint(pf)
+	p, err := readParquetCheckpoint(pf)
+	if err != nil {
+		return nil, err
+	}
+	p.size = pf.size
+	return p, nil
 }
 
 // readAllSized reads a whole object whose size is known from a listing
@@ -198,9 +218,13 @@ func readAllSized(ctx context.Context, st storage.Storage, key string, size int6
 func readParquetCheckpoint(pf *pqFile) (p *ckptPart, err error) {
 	defer recoverParquet(&err)
 	p = &ckptPart{}
-	for _, rg := range pf.rowGroups() {
-		g := &groupReader{p: pf, rg: rg}
+	for i, rg := range pf.rowGroups() {
+		g := &groupReader{p: pf, rg: rg, idx: i}
+		if rows := rg.NumRows(); rows < 0 || rows > pf.size {
+			return nil, corruptf("parquet row group of %d rows in a %d-byte file", rows, pf.size)
+		}
 		n := int(rg.NumRows())
+		p.actions += int64(n)
 		if err := readAdds(g, n, p); err != nil {
 			return nil, err
 		}
@@ -305,6 +329,9 @@ func readAdds(g *groupReader, n int, p *ckptPart) error {
 		if a.NumRecords < 0 {
 			if v, ok := parsedNum.value(r); ok && v.i >= 0 {
 				a.NumRecords = v.i
+				if a.DeletionVector != nil && a.DeletionVector.Cardinality > a.NumRecords {
+					return corruptf("row %d: add %s: deletion vector removes %d rows of a file of %d", r, a.Path, a.DeletionVector.Cardinality, a.NumRecords)
+				}
 			}
 		}
 		p.adds = append(p.adds, a)
@@ -337,6 +364,7 @@ func readProtocol(g *groupReader, n int, p *ckptPart) {
 			pr.ReaderFeatures = []string{} // an empty list, not an absent one
 		}
 		p.protocol = pr
+		p.protocols++
 	}
 }
 
@@ -388,6 +416,7 @@ func readMetadata(g *groupReader, n int, p *ckptPart) {
 			m.CreatedTime = &c
 		}
 		p.metadata = m
+		p.metadatas++
 	}
 }
 

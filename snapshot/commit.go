@@ -36,6 +36,8 @@ type actions struct {
 	Ops            []fileOp
 	Sidecars       []*Sidecar
 	Lines          int // non-empty lines
+
+	protocols, metadatas int // protocol and metaData actions (checkpoints must have one each)
 }
 
 // lineAction is the subset of Action decoded from a line: fields of other
@@ -84,9 +86,11 @@ func parseActions(data []byte) (*actions, error) {
 func (out *actions) addLine(a *lineAction) error {
 	if a.Protocol != nil {
 		out.Protocol = a.Protocol
+		out.protocols++
 	}
 	if a.MetaData != nil {
 		out.Metadata = a.MetaData
+		out.metadatas++
 	}
 	if a.CommitInfo != nil {
 		out.CommitInfo = a.CommitInfo

@@ -112,9 +112,9 @@ func (t *Table) loadDV(ctx context.Context, dv *DeletionVector) (bm *roaring64.B
 	// start of the file (the common case: offset 1).
 	var head, framed []byte
 	if off <= 4096 {
-		all, err := storage.ReadRange(ctx, t.st, key, 0, off+size+8)
+		all, err := readClaimed(ctx, t.st, key, 0, off+size+8)
 		if err != nil {
-			return nil, key, storageCause(err)
+			return nil, key, err
 		}
 		bm, err := decodeDVFile(all, dv)
 		return bm, key, err
@@ -122,11 +122,36 @@ func (t *Table) loadDV(ctx context.Context, dv *DeletionVector) (bm *roaring64.B
 	if head, err = storage.ReadRange(ctx, t.st, key, 0, 1); err != nil {
 		return nil, key, storageCause(err)
 	}
-	if framed, err = storage.ReadRange(ctx, t.st, key, off, size+8); err != nil {
-		return nil, key, storageCause(err)
+	if framed, err = readClaimed(ctx, t.st, key, off, size+8); err != nil {
+		return nil, key, err
 	}
 	bm, err = decodeFramedDV(head[0], framed, dv)
 	return bm, key, err
+}
+
+// maxUncheckedRead is the largest read whose size comes from a claim of
+// the log (a deletion vector's offset and size) that is made without
+// checking the object's size first; a larger claim costs a Stat.
+const maxUncheckedRead = 1 << 20
+
+// readClaimed reads n bytes at off of key, where off and n are claims of
+// the log: a claim past the end of the object is refused before a buffer
+// of its size is allocated.
+func readClaimed(ctx context.Context, st storage.Storage, key string, off, n int64) ([]byte, error) {
+	if n > maxUncheckedRead {
+		info, err := st.Stat(ctx, key)
+		if err != nil {
+			return nil, storageCause(err)
+		}
+		if off > info.Size || n > info.Size-off {
+			return nil, corruptf("the log claims %d bytes at offset %d of a %d-byte file", n, off, info.Size)
+		}
+	}
+	data, err := storage.ReadRange(ctx, st, key, off, n)
+	if err != nil {
+		return nil, storageCause(err)
+	}
+	return data, nil
 }
 
 // decodeDVFile decodes the vector dv describes from the bytes of its file

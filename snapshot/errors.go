@@ -65,6 +65,19 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
+// FileVersion is the version of the log file at fault (a commit, a
+// checkpoint or a log compaction's first version), or false when the
+// file is not one (a sidecar, a data file) or there is none. Every
+// version from it up to e.Version fails alike: they all need that file
+// (or the protocol it set).
+func (e *Error) FileVersion() (int64, bool) {
+	p := parseLogPath(e.File)
+	if p.Kind == kindUnknown || p.Kind == kindChecksum {
+		return -1, false
+	}
+	return p.Version, true
+}
+
 // UnsupportedFeatureError is the cause when a table version needs a
 // protocol this reader does not implement: a reader version outside 1..3,
 // reader features missing from SupportedReaderFeatures, or reader version 3
@@ -143,7 +156,8 @@ func storageCause(err error) error {
 	case errors.Is(err, storage.ErrNotExist):
 		return because(storage.ErrNotExist, "does not exist")
 	case errors.Is(err, io.ErrUnexpectedEOF):
-		return because(io.ErrUnexpectedEOF, "shorter than the log says (%v)", err)
+		// The storage error names the key again: the message already does.
+		return because(io.ErrUnexpectedEOF, "shorter than the log says (truncated?)")
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"slices"
 	"time"
 
@@ -19,13 +20,17 @@ import (
 
 // Versions lists the readable versions, oldest first, listing the log
 // again to find new commits. The readable versions run from Earliest to
-// the latest version without a gap in the file names; a version whose
-// files turn out to be damaged is listed, and Snapshot of it fails with
-// the reason. Commit times follow the rules of VersionAt; a version whose
-// commit file was cleaned up (a checkpoint without its commit) has the
-// checkpoint's time. Operation and Engine are set where the commit has
-// been read (in-commit-timestamp versions, or after History or Snapshot
-// of the version) and empty otherwise: a Snapshot's CommitInfo has them.
+// the newest version reachable without a missing commit; the versions
+// after a missing commit that have a file of their own follow them (a
+// gap may still fill: a writer's commit not yet visible), and Snapshot of
+// those fails naming the missing file until it does. A version whose
+// files turn out to be damaged is listed too, and Snapshot of it fails
+// with the reason. Commit times follow the rules of VersionAt; a version
+// whose commit file was cleaned up (a checkpoint without its commit) has
+// the checkpoint's time. Operation and Engine are set where the commit
+// has been read (in-commit-timestamp versions, or after History or
+// Snapshot of the version) and empty otherwise: a Snapshot's CommitInfo
+// has them.
 func (t *Table) Versions(ctx context.Context) ([]VersionInfo, error) {
 	lst, err := t.refresh(ctx)
 	if err != nil {
@@ -42,19 +47,24 @@ func (t *Table) Versions(ctx context.Context) ([]VersionInfo, error) {
 
 // Earliest is the earliest readable version: 0 for a log that starts at
 // version 0 without gaps, else the oldest checkpoint after which the
-// commits run without a gap to the latest version.
+// commits run without a gap to the newest reachable version.
 func (t *Table) Earliest(ctx context.Context) (int64, error) {
 	lst, err := t.fullListing(ctx)
 	if err != nil {
 		return -1, err
 	}
-	e := lst.earliest()
+	return t.earliestOf(lst)
+}
+
+// earliestOf is Earliest in the listing lst (from version 0).
+func (t *Table) earliestOf(lst *logListing) (int64, error) {
+	e := lst.earliest(t.isUntrusted)
 	if e < 0 {
-		_, file, _, err := lst.segmentFor(lst.latest)
+		_, file, _, err := lst.segmentFor(lst.latest, t.isUntrusted)
 		if err == nil {
 			err = because(ErrVersionNotFound, "no version can be reconstructed")
 		}
-		return -1, t.err(lst.latest, file, err)
+		return -1, t.segmentErr(lst, lst.latest, file, err)
 	}
 	return e, nil
 }
@@ -67,11 +77,11 @@ func (t *Table) versionInfos(ctx context.Context, lst *logListing) ([]VersionInf
 			return nil, err
 		}
 	}
-	e, err := t.Earliest(ctx)
+	e, err := t.earliestOf(lst)
 	if err != nil {
 		return nil, err
 	}
-	n := lst.latest - e + 1
+	n := lst.head - e + 1 // versions e..head, all of them listed
 	// Versions already described in the last answer are kept (commits
 	// are immutable); only new ones are read.
 	t.mu.Lock()
@@ -81,34 +91,39 @@ func (t *Table) versionInfos(ctx context.Context, lst *logListing) ([]VersionInf
 	if c.e == e && c.ict == cfg && int64(len(c.list)) <= n {
 		prefix = c.list
 	}
-	start := e + int64(len(prefix))
-	metas := make([]versionMeta, lst.latest-start+1)
-	have := make([]bool, len(metas))
+	var todo []int64
+	for v := e + int64(len(prefix)); v <= lst.head; v++ {
+		todo = append(todo, v)
+	}
+	dense := len(todo)
+	todo = append(todo, lst.beyondHead()...)
+	metas := make([]versionMeta, len(todo))
+	have := make([]bool, len(todo))
 	t.mu.Lock()
-	for v := start; v <= lst.latest; v++ {
+	for i, v := range todo {
 		if m, ok := t.infos[v]; ok {
-			metas[v-start], have[v-start] = m, true
+			metas[i], have[i] = m, true
 		} else if a, ok := t.commits.get(v); ok {
-			metas[v-start], have[v-start] = metaOf(a.CommitInfo, fileTime(lst, v)), true
+			metas[i], have[i] = metaOf(a.CommitInfo, fileTime(lst, v)), true
 		}
 	}
 	t.mu.Unlock()
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(16)
 	partial := make([]bool, len(metas))
-	for v := start; v <= lst.latest; v++ {
-		if have[v-start] {
+	for i, v := range todo {
+		if have[i] {
 			continue
 		}
 		f, ok := lst.commit(v)
 		if !ok {
-			metas[v-start] = versionMeta{modTime: fileTime(lst, v)}
+			metas[i] = versionMeta{modTime: fileTime(lst, v)}
 			continue
 		}
 		if !cfg.uses(v) {
 			// The file time is the commit time: no read. The operation
 			// stays unknown until the commit is read for another reason.
-			metas[v-start], partial[v-start] = versionMeta{modTime: f.ModTime}, true
+			metas[i], partial[i] = versionMeta{modTime: f.ModTime}, true
 			continue
 		}
 		g.Go(func() error {
@@ -119,26 +134,26 @@ func (t *Table) versionInfos(ctx context.Context, lst *logListing) ([]VersionInf
 			// A damaged commitInfo leaves the version listed without an
 			// operation; Snapshot of it reports the damage.
 			ci, _ := parseCommitInfo(data)
-			metas[v-start] = metaOf(ci, f.ModTime)
+			metas[i] = metaOf(ci, f.ModTime)
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	out := make([]VersionInfo, n)
-	copy(out, prefix)
+	out := make([]VersionInfo, 0, len(prefix)+len(todo))
+	out = append(out, prefix...)
 	for i, m := range metas {
-		v := start + int64(i)
-		out[v-e] = VersionInfo{Version: v, Operation: m.operation, Engine: m.engine, Timestamp: cfg.time(v, m.ict, m.modTime)}
+		v := todo[i]
+		out = append(out, VersionInfo{Version: v, Operation: m.operation, Engine: m.engine, Timestamp: cfg.time(v, m.ict, m.modTime)})
 	}
 	t.mu.Lock()
 	for i, m := range metas {
 		if !partial[i] {
-			t.infos[start+int64(i)] = m
+			t.infos[todo[i]] = m
 		}
 	}
-	t.vcache = versionsCache{e: e, ict: cfg, list: out}
+	t.vcache = versionsCache{e: e, ict: cfg, list: slices.Clip(out[:len(prefix)+dense])}
 	t.mu.Unlock()
 	return slices.Clone(out), nil
 }
@@ -147,7 +162,7 @@ func (t *Table) versionInfos(ctx context.Context, lst *logListing) ([]VersionInf
 type versionsCache struct {
 	e    int64
 	ict  ictConfig
-	list []VersionInfo // versions e, e+1, ...; never modified
+	list []VersionInfo // versions e, e+1, ... up to a head; never modified
 }
 
 func metaOf(ci *CommitInfo, mod time.Time) versionMeta {
@@ -216,7 +231,7 @@ func (t *Table) History(ctx context.Context, count FileRows, fn func(VersionStat
 	if err != nil {
 		return err
 	}
-	e, err := t.Earliest(ctx)
+	e, err := t.earliestOf(lst)
 	if err != nil {
 		return err
 	}
@@ -240,13 +255,13 @@ func (t *Table) History(ctx context.Context, count FileRows, fn func(VersionStat
 	}
 	const batch = 32
 	protocol := snap.protocol
-	for v := e + 1; v <= lst.latest; v += batch {
-		end := min(v+batch-1, lst.latest)
+	for v := e + 1; v <= lst.head; v += batch {
+		end := min(v+batch-1, lst.head)
 		files := make([]logFile, 0, end-v+1)
 		for u := v; u <= end; u++ {
 			f, ok := lst.commit(u)
 			if !ok {
-				_, file, _, err := lst.segmentFor(u)
+				_, file, _, err := lst.segmentFor(u, t.isUntrusted)
 				if err == nil {
 					err = because(ErrLogGap, "commit %d is missing", u)
 				}
@@ -298,6 +313,14 @@ func (t *Table) History(ctx context.Context, count FileRows, fn func(VersionStat
 			}
 		}
 	}
+	// Versions after a missing commit: the first one says what is wrong.
+	if next := lst.beyondHead(); len(next) > 0 {
+		_, err := t.Snapshot(ctx, next[0])
+		if err == nil {
+			err = t.err(next[0], commitKey(lst.head+1), because(ErrLogGap, "missing commit file: the log jumps from version %d to %d", lst.head, next[0]))
+		}
+		return err
+	}
 	return nil
 }
 
@@ -329,32 +352,51 @@ func (h *historyState) init(ctx context.Context, s *Snapshot) error {
 	}
 	for _, f := range s.Files {
 		h.files[f.id()] = f
-		h.add(f, 1)
+		if err := h.add(f, 1); err != nil {
+			return h.t.err(s.Version, f.Path, err)
+		}
 	}
 	return nil
 }
 
 // liveRows is f's live row count, -1 when unknown.
-func (h *historyState) liveRows(f *AddFile) int64 {
+func (h *historyState) liveRows(f *AddFile) (int64, error) {
 	if r := f.LiveRows(); r >= 0 {
-		return r
+		return r, nil
 	}
 	n, ok := h.physical[f.Path]
 	if !ok {
-		return -1
+		return -1, nil
 	}
 	if f.DeletionVector != nil {
+		if f.DeletionVector.Cardinality > n {
+			return -1, corruptf("deletion vector removes %d rows of a file of %d", f.DeletionVector.Cardinality, n)
+		}
 		n -= f.DeletionVector.Cardinality
 	}
-	return n
+	return n, nil
 }
 
-func (h *historyState) add(f *AddFile, sign int64) {
-	if r := h.liveRows(f); r >= 0 {
-		h.known += sign * r
-	} else {
-		h.unknown += int(sign)
+// add counts f in (sign 1) or out (sign -1) of the live rows. Claimed
+// row counts that overflow the total are an error, not a wrapped sum.
+func (h *historyState) add(f *AddFile, sign int64) error {
+	r, err := h.liveRows(f)
+	if err != nil {
+		return err
 	}
+	if r < 0 {
+		h.unknown += int(sign)
+		return nil
+	}
+	if sign > 0 {
+		if h.known > math.MaxInt64-r {
+			return corruptf("live row counts overflow: the log claims more than %d rows", int64(math.MaxInt64))
+		}
+		h.known += r
+	} else {
+		h.known -= r
+	}
+	return nil
 }
 
 // countFiles counts, in parallel, the rows of the files without
@@ -411,12 +453,16 @@ func (h *historyState) apply(ctx context.Context, version int64, a *actions) err
 	}
 	for _, op := range a.Ops {
 		if old, ok := h.files[op.ID]; ok {
-			h.add(old, -1)
+			if err := h.add(old, -1); err != nil {
+				return h.t.err(version, old.Path, err)
+			}
 			delete(h.files, op.ID)
 		}
 		if op.Add != nil {
 			h.files[op.ID] = op.Add
-			h.add(op.Add, 1)
+			if err := h.add(op.Add, 1); err != nil {
+				return h.t.err(version, op.Add.Path, err)
+			}
 		}
 	}
 	return nil

@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -51,25 +50,4 @@ func listLog(ctx context.Context, st storage.Storage, from int64) ([]logFile, er
 		out = append(out, logFile{logPath: p, Size: oi.Size, ModTime: oi.ModTime})
 	}
 	return out, nil
-}
-
-// lastCheckpointHint is the part of _last_checkpoint this reader uses.
-type lastCheckpointHint struct {
-	Version *int64 `json:"version"`
-	Parts   *int   `json:"parts,omitempty"`
-}
-
-// readLastCheckpoint returns the version _last_checkpoint points at, or -1
-// when it is absent or unreadable (it is a hint: a bad one costs a full
-// listing, never an error).
-func readLastCheckpoint(ctx context.Context, st storage.Storage) int64 {
-	data, err := storage.ReadAll(ctx, st, lastCheckpointKey)
-	if err != nil {
-		return -1
-	}
-	var h lastCheckpointHint
-	if err := json.Unmarshal(data, &h); err != nil || h.Version == nil || *h.Version < 0 {
-		return -1
-	}
-	return *h.Version
 }

@@ -66,3 +66,25 @@ func (c *lru[K, V]) each(fn func(K, V)) {
 }
 
 func (c *lru[K, V]) len() int { return len(c.items) }
+
+// remove drops k, if cached.
+func (c *lru[K, V]) remove(k K) {
+	if e, ok := c.items[k]; ok {
+		c.cost -= e.Value.(*lruItem[K, V]).cost
+		c.order.Remove(e)
+		delete(c.items, k)
+	}
+}
+
+// removeIf drops every item for which drop is true.
+func (c *lru[K, V]) removeIf(drop func(K) bool) {
+	var keys []K
+	for k := range c.items {
+		if drop(k) {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		c.remove(k)
+	}
+}

@@ -59,7 +59,8 @@ func (c *pqColumn) defined(r, def int) bool {
 type pqFile struct {
 	key  string
 	f    *parquet.File
-	size int64 // bytes
+	data []byte // the whole file
+	size int64  // bytes
 }
 
 // openParquet opens a Parquet log file. parquet-go panics are turned into
@@ -86,12 +87,14 @@ func openParquet(ctx context.Context, st storage.Storage, key string, size int64
 	if err != nil {
 		return nil, corruptf("parquet: %v", err)
 	}
-	return &pqFile{key: key, f: f, size: size}, nil
+	return &pqFile{key: key, f: f, data: data, size: size}, nil
 }
 
-// checkParquetFrame checks the magic bytes and that the footer length fits
-// in the file before parquet-go sees it: parquet-go allocates a buffer of
-// the stored length first (up to 4 GiB for a damaged file).
+// checkParquetFrame checks the magic bytes, that the footer length fits in
+// the file, and every size the footer claims (parquetclaims.go) before
+// parquet-go sees it: parquet-go allocates a buffer of the stored length
+// first (up to 4 GiB for a damaged file), and each list at its claimed
+// length.
 func checkParquetFrame(data []byte) error {
 	if len(data) < 12 || string(data[:4]) != "PAR1" || string(data[len(data)-4:]) != "PAR1" {
 		return corruptf("not a Parquet file (magic bytes missing)")
@@ -100,7 +103,7 @@ func checkParquetFrame(data []byte) error {
 	if int64(footer) > int64(len(data))-12 {
 		return corruptf("Parquet footer length %d does not fit in a %d-byte file", footer, len(data))
 	}
-	return nil
+	return checkFooterSizes(data[len(data)-8-int(footer) : len(data)-8])
 }
 
 type bytesReaderAt []byte
@@ -186,8 +189,8 @@ func (p *pqFile) resolve(names ...string) (pqPath, bool) {
 	return out, true
 }
 
-// readColumn reads leaf column col of row group rg whole.
-func (p *pqFile) readColumn(rg parquet.RowGroup, col int, maxDef int) (c *pqColumn, err error) {
+// readColumn reads leaf column col of row group rg (the rgIndex-th) whole.
+func (p *pqFile) readColumn(rg parquet.RowGroup, rgIndex, col int, maxDef int) (c *pqColumn, err error) {
 	defer recoverParquet(&err)
 	chunks := rg.ColumnChunks()
 	if col < 0 || col >= len(chunks) {
@@ -202,6 +205,9 @@ func (p *pqFile) readColumn(rg parquet.RowGroup, col int, maxDef int) (c *pqColu
 		return nil, corruptf("parquet row group of %d rows in a %d-byte file", n, p.size)
 	}
 	maxValues := 8*p.size + 1024
+	if err := checkChunkPages(p.data, p.f.Metadata(), rgIndex, col, maxValues); err != nil {
+		return nil, err
+	}
 	c = &pqColumn{maxDef: maxDef, rows: make([]int, 0, min(n, 1<<16)+1)}
 	pages := chunks[col].Pages()
 	defer pages.Close()
@@ -268,6 +274,7 @@ func (p *pqFile) readColumn(rg parquet.RowGroup, col int, maxDef int) (c *pqColu
 type groupReader struct {
 	p    *pqFile
 	rg   parquet.RowGroup
+	idx  int // rg's index in the file
 	cols map[string]*pqColumn
 	err  error
 }
@@ -285,7 +292,7 @@ func (g *groupReader) column(names ...string) (*pqColumn, []int) {
 	if c, ok := g.cols[key]; ok {
 		return c, path.defs
 	}
-	c, err := g.p.readColumn(g.rg, path.col, path.defs[len(path.defs)-1])
+	c, err := g.p.readColumn(g.rg, g.idx, path.col, path.defs[len(path.defs)-1])
 	if err != nil && g.err == nil {
 		g.err = err
 	}

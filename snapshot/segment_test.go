@@ -1,11 +1,15 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/parquet-go/parquet-go"
 )
 
 // Segment selection on fabricated logs: gaps, cleaned-up logs, stale or
@@ -83,12 +87,36 @@ func TestSegmentGapWithLaterCheckpoint(t *testing.T) {
 	}
 }
 
-func TestSegmentGapBeforeLatestFailsOpen(t *testing.T) {
+// A missing commit before the latest version fails the versions that need
+// it, naming it; the versions before it stay readable, and the versions
+// after it are listed (Snapshot says what is wrong).
+func TestSegmentGapBeforeLatest(t *testing.T) {
 	f := newFakeLog(t)
 	f.simple(9)
 	f.st.remove(commitKey(4))
-	_, err := Open(context.Background(), f.st)
-	wantErr(t, err, ErrLogGap, "mem://table version 9: _delta_log/00000000000000000004.json: missing commit file")
+	ctx := context.Background()
+	tbl := mustOpen(t, f.st)
+	for v := int64(4); v <= 9; v++ {
+		_, err := tbl.Snapshot(ctx, v)
+		wantErr(t, err, nil, fmt.Sprintf("mem://table version %d: _delta_log/00000000000000000004.json: missing commit file: the log jumps from version 3 to 5", v))
+		if v > 4 && !errors.Is(err, ErrLogGap) {
+			t.Errorf("version %d: %v is not ErrLogGap", v, err)
+		}
+	}
+	for v := int64(0); v <= 3; v++ {
+		checkSimple(t, tbl, v)
+	}
+	vs, err := tbl.Versions(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int64
+	for _, v := range vs {
+		got = append(got, v.Version)
+	}
+	if !slices.Equal(got, []int64{0, 1, 2, 3, 5, 6, 7, 8, 9}) {
+		t.Errorf("Versions = %v, want 0-3 and 5-9", got)
+	}
 }
 
 func TestSegmentCleanedLog(t *testing.T) {
@@ -258,14 +286,18 @@ func (f *fakeLog) multiPart(v int64, n int, skip []int) []string {
 	return keys
 }
 
+// emptyParquetCheckpoint is a checkpoint part with the schema of the
+// others and no add, protocol or metaData action (one tombstone).
 func (f *fakeLog) emptyParquetCheckpoint() []byte {
-	saved := f.live
-	f.live = map[string]*AddFile{}
-	key := f.parquetCheckpoint(999999)
-	f.live = saved
-	data := f.st.files[key]
-	f.st.remove(key)
-	return data
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[ckptRow](&buf, parquet.Compression(&parquet.Snappy))
+	if _, err := w.Write([]ckptRow{{Remove: &ckptRemove{Path: "tombstone2"}}}); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		f.t.Fatal(err)
+	}
+	return buf.Bytes()
 }
 
 func TestSnapshotVersionOutOfRange(t *testing.T) {
@@ -274,7 +306,7 @@ func TestSnapshotVersionOutOfRange(t *testing.T) {
 	tbl := mustOpen(t, f.st)
 	ctx := context.Background()
 	_, err := tbl.Snapshot(ctx, 4)
-	wantErr(t, err, ErrVersionNotFound, "version 4 does not exist", "latest version is 3")
+	wantErr(t, err, ErrVersionNotFound, "mem://table version 4: does not exist (the latest version is 3)")
 	_, err = tbl.Snapshot(ctx, -2)
 	wantErr(t, err, ErrVersionNotFound)
 }

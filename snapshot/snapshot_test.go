@@ -95,29 +95,34 @@ func TestCheckProtocol(t *testing.T) {
 }
 
 // A protocol upgrade in the middle of the log refuses the versions after
-// it only.
+// it only: the table opens, the versions before it read, and the error
+// names the version asked for and the commit that upgraded.
 func TestProtocolRefusedFromAVersion(t *testing.T) {
 	f := newFakeLog(t)
 	f.simple(3)
 	f.commit(4, protocolAction(3, 7, "someFutureFeature"))
 	f.commit(5, addAction("f5", 5))
 	ctx := context.Background()
-	_, err := Open(ctx, f.st)
+	tbl := mustOpen(t, f.st)
 	var u *UnsupportedFeatureError
-	if !errors.As(err, &u) || !slices.Equal(u.Features, []string{"someFutureFeature"}) {
-		t.Fatalf("Open: %v", err)
+	for _, v := range []int64{-1, 5} {
+		_, err := tbl.Snapshot(ctx, v)
+		if !errors.As(err, &u) || !slices.Equal(u.Features, []string{"someFutureFeature"}) {
+			t.Fatalf("Snapshot(%d): %v", v, err)
+		}
+		wantErr(t, err, nil, "mem://table version 5: _delta_log/00000000000000000004.json: unsupported table protocol")
 	}
-	wantErr(t, err, nil, "version 5: _delta_log/00000000000000000004.json: unsupported table protocol")
+	checkSimple(t, tbl, 3)
 	// Without the last two commits the table opens, and version 3 reads.
 	f.st.remove(commitKey(5))
 	f.st.remove(commitKey(4))
-	tbl := mustOpen(t, f.st)
+	tbl = mustOpen(t, f.st)
 	f.commit(4, protocolAction(3, 7, "someFutureFeature"))
 	if _, err := tbl.Refresh(ctx); err != nil {
 		t.Fatal(err)
 	}
 	checkSimple(t, tbl, 3)
-	_, err = tbl.Snapshot(ctx, 4)
+	_, err := tbl.Snapshot(ctx, 4)
 	if !errors.As(err, &u) {
 		t.Fatalf("Snapshot(4): %v", err)
 	}

@@ -3,6 +3,8 @@ package snapshot
 import (
 	"context"
 	"errors"
+	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -74,16 +76,26 @@ type Table struct {
 	dvs     *lru[string, *roaring64.Bitmap] // guarded by mu; by storage key + DV id
 	ict     ictConfig                       // guarded by mu
 	vcache  versionsCache                   // guarded by mu
+	// hints are the _last_checkpoint contents read so far, by the
+	// version they describe (checkpoints are cross-checked against them).
+	hints map[int64]lastCheckpointHint // guarded by mu
+	// hintRead is the newest checkpoint version listed when
+	// _last_checkpoint was last read.
+	hintRead int64 // guarded by mu
+	// untrusted are checkpoints (by key) that failed a cross-check, with
+	// the reason: segments avoid them while another way to build a
+	// version exists.
+	untrusted map[string]error // guarded by mu
 }
 
 // Open opens the table at st: it reads _last_checkpoint (a hint), lists
 // the log from there and builds the latest version. It fails with an
 // *Error wrapping ErrNotDeltaTable when the location holds no Delta log,
-// with an *UnsupportedFeatureError cause when the latest version's
-// protocol is refused, and with the reason when no version at all can be
-// reconstructed (a gap before the latest version, say). A latest version
-// that is damaged (a corrupt commit or checkpoint, a missing sidecar) does
-// not fail Open: Snapshot of it fails, older versions stay readable.
+// with an I/O error, and with the reason when no version at all can be
+// reconstructed. A latest version that is refused (an unsupported
+// protocol) or damaged (a corrupt commit or checkpoint, a missing sidecar,
+// a gap) does not fail Open while an older version can be read: Snapshot
+// of the latest fails with the reason, older versions stay readable.
 func Open(ctx context.Context, st storage.Storage) (*Table, error) {
 	return OpenWithOptions(ctx, st, Options{})
 }
@@ -92,26 +104,36 @@ func Open(ctx context.Context, st storage.Storage) (*Table, error) {
 func OpenWithOptions(ctx context.Context, st storage.Storage, opts Options) (*Table, error) {
 	opts.fill()
 	t := &Table{
-		st:      st,
-		opts:    opts,
-		commits: newLRU[int64, *actions](opts.CachedCommitActions),
-		ckpts:   newLRU[string, *checkpointState](opts.CachedCheckpointAdds),
-		snaps:   newLRU[int64, *Snapshot](opts.CachedSnapshots),
-		infos:   map[int64]versionMeta{},
-		dvs:     newLRU[string, *roaring64.Bitmap](opts.CachedDeletionVectors),
-		ict:     ictConfig{since: -1},
+		st:        st,
+		opts:      opts,
+		commits:   newLRU[int64, *actions](opts.CachedCommitActions),
+		ckpts:     newLRU[string, *checkpointState](opts.CachedCheckpointAdds),
+		snaps:     newLRU[int64, *Snapshot](opts.CachedSnapshots),
+		infos:     map[int64]versionMeta{},
+		dvs:       newLRU[string, *roaring64.Bitmap](opts.CachedDeletionVectors),
+		ict:       ictConfig{since: -1},
+		hints:     map[int64]lastCheckpointHint{},
+		hintRead:  -1,
+		untrusted: map[string]error{},
 	}
-	from := max(readLastCheckpoint(ctx, st), 0)
+	from := int64(0)
+	if h, ok := readLastCheckpoint(ctx, st); ok {
+		t.hints[h.Version] = h
+		from = h.Version
+	}
 	files, err := t.listLog(ctx, from)
 	if err != nil {
 		return nil, t.err(-1, logDir, err)
 	}
 	lst := newListing(from, files)
+	if c, ok := lst.checkpointAtOrBefore(lst.latest, nil); ok {
+		t.hintRead = c.Version
+	}
 	if from > 0 {
 		// The hint is usable only if the listing from it holds a complete
 		// checkpoint: a stale hint still works (newer checkpoints are
 		// listed), one pointing at a missing file does not.
-		if _, ok := lst.checkpointAtOrBefore(lst.latest); !ok {
+		if _, ok := lst.checkpointAtOrBefore(lst.latest, nil); !ok {
 			if files, err = t.listLog(ctx, 0); err != nil {
 				return nil, t.err(-1, logDir, err)
 			}
@@ -123,15 +145,24 @@ func OpenWithOptions(ctx context.Context, st storage.Storage, opts Options) (*Ta
 	}
 	t.lst = lst
 	if _, err := t.Snapshot(ctx, lst.latest); err != nil {
-		// A refused protocol or an I/O failure fails Open. A latest
-		// version that is corrupt or cannot be reconstructed does not,
-		// as long as some version can be: the others stay readable, and
-		// Snapshot of the broken ones fails with the reason.
-		if !isDamage(err) {
+		// An I/O failure fails Open. A latest version that is refused,
+		// corrupt or cannot be reconstructed does not, as long as some
+		// version can be: older versions stay readable whatever a later
+		// one does, and Snapshot of the broken ones fails with the
+		// reason.
+		if !isDamage(err) && !errIsUnsupported(err) {
 			return nil, err
 		}
-		if _, eerr := t.Earliest(ctx); eerr != nil {
+		e, eerr := t.Earliest(ctx)
+		if eerr != nil {
 			return nil, err
+		}
+		// A protocol refused from the first readable version on refuses
+		// the whole table.
+		if errIsUnsupported(err) {
+			if _, eerr := t.Snapshot(ctx, e); errIsUnsupported(eerr) {
+				return nil, err
+			}
 		}
 	}
 	return t, nil
@@ -159,9 +190,10 @@ func (t *Table) listing() *logListing {
 // Latest is the latest version as of the last listing of the log.
 func (t *Table) Latest() int64 { return t.listing().latest }
 
-// Refresh lists the log for commits newer than the latest known version
-// and returns the new latest version. Snapshot(-1) and VersionAt use the
-// last listing; Versions and History refresh it themselves.
+// Refresh lists the log for new commits (from the oldest pending gap, else
+// from the latest known version) and returns the new latest version.
+// Snapshot(-1) and VersionAt use the last listing; Versions and History
+// refresh it themselves.
 func (t *Table) Refresh(ctx context.Context) (int64, error) {
 	l, err := t.refresh(ctx)
 	if err != nil {
@@ -174,17 +206,65 @@ func (t *Table) refresh(ctx context.Context) (*logListing, error) {
 	t.listMu.Lock()
 	defer t.listMu.Unlock()
 	old := t.listing()
-	// Relist the latest version too: its checkpoint may be new.
-	from := max(old.latest, old.from)
-	files, err := t.listLog(ctx, from)
+	files, err := t.listLog(ctx, old.relistFrom())
 	if err != nil {
 		return nil, t.err(-1, logDir, err)
 	}
-	n := old.extend(files)
+	n, changed := old.extend(files)
+	t.readNewHint(ctx, n)
 	t.mu.Lock()
+	t.forgetChanged(changed)
 	t.lst = n
 	t.mu.Unlock()
 	return n, nil
+}
+
+// readNewHint reads _last_checkpoint again when the listing has a complete
+// checkpoint newer than any listed when it was last read, so that the
+// checkpoints written while the table is open are cross-checked too (once
+// per new checkpoint: a writer that never updates the hint costs no read
+// per poll).
+func (t *Table) readNewHint(ctx context.Context, l *logListing) {
+	newest, ok := l.checkpointAtOrBefore(l.latest, nil)
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	_, known := t.hints[newest.Version]
+	stale := !known && newest.Version > t.hintRead
+	if stale {
+		t.hintRead = newest.Version
+	}
+	t.mu.Unlock()
+	if !stale {
+		return
+	}
+	if h, ok := readLastCheckpoint(ctx, t.st); ok {
+		t.mu.Lock()
+		t.hints[h.Version] = h
+		t.mu.Unlock()
+	}
+}
+
+// forgetChanged drops what was read of log files that changed after they
+// were listed (a partial write that completed): parsed commits, the
+// checkpoint, the version descriptions, and the snapshots that may have
+// used them. Called with mu held.
+func (t *Table) forgetChanged(changed []logFile) {
+	for _, f := range changed {
+		if f.Kind == kindCommit {
+			t.commits.remove(f.Version)
+			delete(t.infos, f.Version)
+		}
+		for key := range t.untrusted {
+			if parseLogPath(key).Version == f.Version {
+				delete(t.untrusted, key)
+			}
+		}
+		t.ckpts.removeIf(func(key string) bool { return parseLogPath(key).Version == f.Version })
+		t.snaps.removeIf(func(v int64) bool { return v >= f.Version })
+		t.vcache = versionsCache{}
+	}
 }
 
 // fullListing returns a listing that starts at version 0, listing the
@@ -205,6 +285,10 @@ func (t *Table) fullListing(ctx context.Context) (*logListing, error) {
 	}
 	// Keep what the partial listing knew, should the new listing miss it.
 	n := newListing(0, append(files, flattenListing(old)...))
+	if old.pending >= 0 && (n.pending < 0 || old.pending < n.pending) {
+		n.pending = old.pending
+		n.head = n.computeHead()
+	}
 	t.mu.Lock()
 	t.lst = n
 	t.mu.Unlock()
@@ -230,12 +314,7 @@ func (t *Table) listLog(ctx context.Context, from int64) ([]logFile, error) {
 
 // flattenListing lists every file a listing knows.
 func flattenListing(l *logListing) []logFile {
-	var out []logFile
-	for _, c := range l.commits {
-		if c.Kind == kindCommit {
-			out = append(out, c)
-		}
-	}
+	out := slices.Clone(l.commits)
 	for _, fs := range l.checkpoints {
 		out = append(out, fs...)
 	}
@@ -274,33 +353,41 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 }
 
 // build reconstructs version v: choose the segment, start from the best
-// cached snapshot or the checkpoint, apply the commits after it.
+// cached snapshot or the checkpoint, apply the commits after it. A
+// checkpoint that fails a cross-check is marked untrusted and the segment
+// chosen again without it (an older checkpoint, or the commits), once per
+// checkpoint at most.
 func (t *Table) build(ctx context.Context, v int64) (*Snapshot, error) {
 	lst := t.listing()
-	seg, file, needFull, err := lst.segmentFor(v)
-	if needFull {
-		if lst, err = t.fullListing(ctx); err != nil {
-			return nil, err
-		}
-		seg, file, _, err = lst.segmentFor(v)
-	}
-	if err != nil {
-		return nil, t.err(v, file, err)
-	}
-
-	// Start from the newest cached snapshot inside the segment, else the
-	// checkpoint, else nothing.
+	var seg *segment
 	var st *state
-	if c := t.cachedStart(seg); c != nil {
-		st = stateFromSnapshot(c)
-	} else if seg.Checkpoint != nil {
-		cs, file, err := t.checkpoint(ctx, *seg.Checkpoint)
+	marked := map[string]bool{}
+	for {
+		var err error
+		var file string
+		var needFull bool
+		seg, file, needFull, err = lst.segmentFor(v, t.isUntrusted)
+		if needFull {
+			if lst, err = t.fullListing(ctx); err != nil {
+				return nil, err
+			}
+			seg, file, _, err = lst.segmentFor(v, t.isUntrusted)
+		}
+		if err != nil {
+			return nil, t.segmentErr(lst, v, file, err)
+		}
+		st, file, err = t.startState(ctx, seg)
+		if errors.Is(err, errInconsistent) && !marked[seg.Checkpoint.Key()] {
+			marked[seg.Checkpoint.Key()] = true
+			t.mu.Lock()
+			t.untrusted[seg.Checkpoint.Key()] = err
+			t.mu.Unlock()
+			continue
+		}
 		if err != nil {
 			return nil, t.err(v, file, err)
 		}
-		st = stateFromCheckpoint(cs, seg.Checkpoint.Key())
-	} else {
-		st = newState()
+		break
 	}
 
 	// Plan the files to apply: commits, or compactions where they fit.
@@ -357,10 +444,10 @@ func (t *Table) build(ctx context.Context, v int64) (*Snapshot, error) {
 // finish checks the replayed state and makes it a Snapshot.
 func (t *Table) finish(v int64, st *state, ci *CommitInfo, lst *logListing) (*Snapshot, error) {
 	if st.protocol == nil {
-		return nil, t.err(v, "", corruptf("no protocol action in the log up to version %d", v))
+		return nil, t.err(v, "", corruptf("no protocol action in the log up to this version"))
 	}
 	if st.metadata == nil {
-		return nil, t.err(v, "", corruptf("no metaData action in the log up to version %d", v))
+		return nil, t.err(v, "", corruptf("no metaData action in the log up to this version"))
 	}
 	if v >= lst.latest {
 		t.mu.Lock()
@@ -374,13 +461,17 @@ func (t *Table) finish(v int64, st *state, ci *CommitInfo, lst *logListing) (*Sn
 	if err != nil {
 		return nil, t.err(v, st.metadataFrom, corruptf("metaData: %v", err))
 	}
+	files := st.sortedFiles()
+	if err := checkRowSum(files); err != nil {
+		return nil, t.err(v, "", err)
+	}
 	s := &Snapshot{
 		Table:        t,
 		Version:      v,
 		Protocol:     *st.protocol,
 		Metadata:     *st.metadata,
 		Schema:       schema,
-		Files:        st.sortedFiles(),
+		Files:        files,
 		protocol:     st.protocol,
 		metadata:     st.metadata,
 		protocolFrom: st.protocolFrom,
@@ -394,6 +485,66 @@ func (t *Table) finish(v int64, st *state, ci *CommitInfo, lst *logListing) (*Sn
 	t.snaps.put(v, s, 1)
 	t.mu.Unlock()
 	return s, nil
+}
+
+// startState is the state seg's commits apply to: the newest cached
+// snapshot inside the segment, else its checkpoint, else the empty table.
+// On failure it returns the key of the file at fault.
+func (t *Table) startState(ctx context.Context, seg *segment) (*state, string, error) {
+	if c := t.cachedStart(seg); c != nil {
+		return stateFromSnapshot(c), "", nil
+	}
+	if seg.Checkpoint == nil {
+		return newState(), "", nil
+	}
+	cs, file, err := t.checkpoint(ctx, *seg.Checkpoint)
+	if err != nil {
+		return nil, file, err
+	}
+	return stateFromCheckpoint(cs, seg.Checkpoint.Key()), "", nil
+}
+
+// isUntrusted reports whether the checkpoint with this key failed a
+// cross-check.
+func (t *Table) isUntrusted(key string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.untrusted[key]
+	return ok
+}
+
+// segmentErr is the error for a version without a usable segment: when
+// the checkpoint it would have used was found inconsistent, that is the
+// cause (nothing else rebuilds the version); else the segment's own.
+func (t *Table) segmentErr(lst *logListing, v int64, file string, err error) error {
+	if s0, _, _, e0 := lst.segmentFor(v, nil); e0 == nil && s0.Checkpoint != nil {
+		key := s0.Checkpoint.Key()
+		t.mu.Lock()
+		uerr := t.untrusted[key]
+		t.mu.Unlock()
+		if uerr != nil {
+			return t.err(v, key, because(ErrCorrupt, "%v; no older checkpoint or commits can rebuild this version", uerr))
+		}
+	}
+	return t.err(v, file, err)
+}
+
+// checkRowSum refuses live row counts whose sum overflows an int64, so
+// that Snapshot.NumRows (and every caller adding them up) gets a true sum:
+// they are claims of the log.
+func checkRowSum(files []*AddFile) error {
+	var n int64
+	for _, f := range files {
+		r := f.LiveRows()
+		if r < 0 {
+			continue
+		}
+		if n > math.MaxInt64-r {
+			return corruptf("live row counts overflow: the log claims more than %d rows", int64(math.MaxInt64))
+		}
+		n += r
+	}
+	return nil
 }
 
 // cachedStart is the newest cached snapshot the segment can continue
@@ -426,6 +577,16 @@ func (t *Table) checkpoint(ctx context.Context, c checkpointRef) (*checkpointSta
 	}
 	r, err, _ := t.sf.Do("c"+key, func() (any, error) {
 		cs, file, err := readCheckpoint(ctx, t.st, c)
+		if err == nil {
+			t.mu.Lock()
+			h, ok := t.hints[c.Version]
+			t.mu.Unlock()
+			hint := &h
+			if !ok {
+				hint = nil
+			}
+			err = crossCheck(c, cs, hint)
+		}
 		if err != nil {
 			if file == "" {
 				file = key

@@ -2,7 +2,9 @@ package snapshot
 
 import (
 	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -10,7 +12,10 @@ import (
 // commit's inCommitTimestamp when in-commit timestamps are enabled for it
 // (delta.enableInCommitTimestamps in the latest metadata, from
 // delta.inCommitTimestampEnablementVersion on), else the modification time
-// of its commit file (of its checkpoint when the commit was cleaned up).
+// of its commit file (of its checkpoint when the commit was cleaned up),
+// truncated to the millisecond: Delta's times are milliseconds, and
+// every time deltafs prints (Unix milliseconds, or RFC 3339 and its table
+// format with milliseconds) must select its own version when given back.
 
 // ictConfig is the in-commit timestamp setting of the latest metadata.
 type ictConfig struct {
@@ -48,7 +53,10 @@ func (c ictConfig) time(v int64, ict *int64, mod time.Time) time.Time {
 	if ict != nil && c.uses(v) {
 		return time.UnixMilli(*ict)
 	}
-	return mod
+	if mod.IsZero() {
+		return mod
+	}
+	return time.UnixMilli(mod.UnixMilli())
 }
 
 // commitTime is the time of version v, whose commitInfo is ci.
@@ -66,7 +74,7 @@ func fileTime(lst *logListing, v int64) time.Time {
 	if f, ok := lst.commit(v); ok {
 		return f.ModTime
 	}
-	if c, ok := completeCheckpoint(lst.checkpoints[v]); ok {
+	if c, ok := completeCheckpoint(lst.checkpoints[v], nil); ok {
 		return c.Files[0].ModTime
 	}
 	return time.Time{}
@@ -98,4 +106,44 @@ func (t *Table) VersionAt(ctx context.Context, ts time.Time) (int64, error) {
 	}
 	return -1, t.err(-1, "", because(ErrVersionNotFound, "%s is before the earliest commit (version %d at %s)",
 		ts.UTC().Format(time.RFC3339Nano), first.Version, first.Timestamp.UTC().Format(time.RFC3339Nano)))
+}
+
+// LogTimeLayout is how `deltafs log` prints commit times (in UTC):
+// milliseconds, like every time deltafs prints, so that ParseTime of it
+// selects that version.
+const LogTimeLayout = "2006-01-02 15:04:05.000"
+
+// ParseTime reads a time given to select a version (`--at`, the mount's
+// at/ names): Unix milliseconds (1673493662988), RFC 3339 with or without
+// a fraction, with Z or an offset (2023-01-12T03:21:02.988Z,
+// 2023-01-12T05:21:02+02:00), or the table format of `deltafs log`, in
+// UTC (2023-01-12 03:21:02.988; the fraction may be left out). The one
+// parser for the command line and the mount.
+func ParseTime(s string) (time.Time, error) {
+	if isUnixMilli(s) {
+		if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+			return time.UnixMilli(ms), nil
+		}
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02 15:04:05.999999999", s, time.UTC); err == nil {
+		return t, nil
+	}
+	return time.Time{}, fmt.Errorf("%q is not a time: want Unix milliseconds (1673493662988), RFC 3339 (2023-01-12T03:21:02.988Z) or the time `deltafs log` prints, in UTC (%s)", s, "2023-01-12 03:21:02.988")
+}
+
+// isUnixMilli reports whether s is an optional minus sign and digits.
+func isUnixMilli(s string) bool {
+	s = strings.TrimPrefix(s, "-")
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

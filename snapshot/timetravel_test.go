@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -205,5 +206,96 @@ func TestVersionsReadsNoOldCommits(t *testing.T) {
 	// The operation is known once the commit is read for a snapshot.
 	if s := mustSnapshot(t, tbl, 10); s.CommitInfo.Operation != "OP10" {
 		t.Errorf("version 10 operation %q", s.CommitInfo.Operation)
+	}
+}
+
+// File systems keep nanoseconds; Delta's times are milliseconds. With
+// sub-millisecond file times, every version's time is whole milliseconds,
+// and the time deltafs prints for it, in each of its forms, selects that
+// version (a nanosecond time read back as milliseconds selected the
+// version before, and the first version's own time was "before the
+// earliest commit").
+func TestVersionTimesAreMillisecondsAndSelectTheirVersion(t *testing.T) {
+	exp := loadExpected(t)
+	ctx := context.Background()
+	tested := 0
+	for name, e := range exp {
+		if _, refused := refusedTables[name]; refused || name == "deltars-cdc_ict_table" {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			dir, times := setCommitTimes(t, name, e)
+			for v, ts := range times {
+				ns := ts.Add(987654 * time.Nanosecond)
+				if err := os.Chtimes(logFilePath(dir, fmt.Sprintf("%020d.json", v)), ns, ns); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tbl := mustOpen(t, openLocal(t, dir))
+			infos, err := tbl.Versions(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, in := range infos {
+				if in.Timestamp.Nanosecond()%int(time.Millisecond) != 0 || !in.Timestamp.Equal(times[in.Version]) {
+					t.Errorf("version %d at %v, want %v", in.Version, in.Timestamp, times[in.Version])
+				}
+				if s := mustSnapshot(t, tbl, in.Version); !s.Timestamp.Equal(in.Timestamp) {
+					t.Errorf("Snapshot(%d).Timestamp = %v, want %v", in.Version, s.Timestamp, in.Timestamp)
+				}
+				for _, printed := range []string{
+					strconv.FormatInt(in.Timestamp.UnixMilli(), 10),
+					in.Timestamp.UTC().Format(LogTimeLayout),
+					in.Timestamp.UTC().Format(time.RFC3339Nano),
+					in.Timestamp.In(time.FixedZone("", -7*3600)).Format(time.RFC3339Nano),
+				} {
+					at, err := ParseTime(printed)
+					if err != nil {
+						t.Fatalf("ParseTime(%q): %v", printed, err)
+					}
+					if got, err := tbl.VersionAt(ctx, at); err != nil || got != in.Version {
+						t.Errorf("VersionAt(%s) = %d, %v; want %d", printed, got, err, in.Version)
+					}
+				}
+			}
+			tested++
+		})
+	}
+	if tested != 24 {
+		t.Errorf("tested %d tables, want 24", tested)
+	}
+}
+
+func TestParseTime(t *testing.T) {
+	utc := func(y int, mo time.Month, d, h, mi, s, ms int) time.Time {
+		return time.Date(y, mo, d, h, mi, s, ms*int(time.Millisecond), time.UTC)
+	}
+	want := utc(2023, 1, 12, 3, 20, 25, 21)
+	for _, s := range []string{
+		"1673493625021",
+		"2023-01-12T03:20:25.021Z",
+		"2023-01-12T05:20:25.021+02:00",
+		"2023-01-12T03:20:25.021000000Z",
+		"2023-01-12 03:20:25.021",
+	} {
+		got, err := ParseTime(s)
+		if err != nil || !got.Equal(want) {
+			t.Errorf("ParseTime(%q) = %v, %v; want %v", s, got, err, want)
+		}
+	}
+	whole := utc(2023, 1, 12, 3, 20, 25, 0)
+	for _, s := range []string{"2023-01-12T03:20:25Z", "2023-01-12 03:20:25", "2023-01-12T04:20:25+01:00"} {
+		if got, err := ParseTime(s); err != nil || !got.Equal(whole) {
+			t.Errorf("ParseTime(%q) = %v, %v; want %v", s, got, err, whole)
+		}
+	}
+	if got, err := ParseTime("-1000"); err != nil || !got.Equal(time.Unix(-1, 0)) {
+		t.Errorf("ParseTime(-1000) = %v, %v", got, err)
+	}
+	for _, s := range []string{"", "yesterday", "2023-01-12", "2023-01-12T03:20:25", "12:00", "1e3", "+5", "2023-01-12 03:20:25Z", "99999999999999999999"} {
+		_, err := ParseTime(s)
+		if err == nil || !strings.Contains(err.Error(), "is not a time: want Unix milliseconds") || strings.Contains(err.Error(), "\n") {
+			t.Errorf("ParseTime(%q): %v", s, err)
+		}
 	}
 }

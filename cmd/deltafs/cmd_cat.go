@@ -36,8 +36,10 @@ Values: numbers as JSON numbers (decimals exactly), binary as base64, dates as
 a zone, NaN and infinities as strings, structs as objects, maps with string keys as
 objects and other maps as arrays of {"key","value"}.
 
-TIME for --at is RFC 3339 (2024-05-01T12:00:00Z) or Unix milliseconds; it selects the
-latest version committed at or before it.
+TIME for --at is Unix milliseconds (1714564800000), RFC 3339 (2024-05-01T12:00:00Z,
+fraction and offset optional) or a time as ` + "`deltafs log`" + ` prints it, in UTC
+("2024-05-01 12:00:00.000"); it selects the latest version committed at or before it, so
+each time ` + "`deltafs log`" + ` prints selects its own version.
 
 Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`,
 		Example: `  deltafs cat /data/mnist --limit 3

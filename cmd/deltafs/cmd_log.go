@@ -44,7 +44,8 @@ one commit per version.
 
 With --json, each version is one line:
   {"version":3,"timestamp":1673493662988,"operation":"WRITE","files":1,"rows":5}
-timestamp is in Unix milliseconds.
+timestamp is in Unix milliseconds. Each time printed (timestamp, or the COMMITTED column
+as it is written), given to --at of cat or warm or to a mount's at/, selects its version.
 
 Exit status: 0 on success, 1 on any error (one line on stderr, naming the table, the
 version and the file at fault; versions before it are printed), 2 on bad usage.`,
@@ -101,7 +102,7 @@ func runLog(ctx context.Context, w io.Writer, location string, o logOptions) err
 		if op == "" {
 			op = "-"
 		}
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", vs.Version, vs.Timestamp.UTC().Format("2006-01-02 15:04:05.000"), op, vs.Files, rows)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%s\n", vs.Version, vs.Timestamp.UTC().Format(snapshot.LogTimeLayout), op, vs.Files, rows)
 		// Keep memory bounded on long logs: columns are aligned per
 		// block of lines.
 		if n++; n%4096 == 0 {

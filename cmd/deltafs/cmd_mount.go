@@ -67,7 +67,7 @@ func newMountCmd() *cobra.Command {
         _samples.tsv           one line per sample: path, bytes, class, id
         _extents.tsv           with a disk cache: where each sample lies in it (reading it caches the shard)
         <id><ext>              one file per live row (or <class>/<id><ext> with --class-column)
-    at/<time>                  link to the version current at <time> (RFC 3339 or Unix ms)
+    at/<time>                  link to the version current at <time> (Unix ms, RFC 3339 or as deltafs log prints it)
     .deltafs/stats             counters (JSON)
 
 The table, its latest version and the sample flags are checked before mounting. The

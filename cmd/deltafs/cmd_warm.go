@@ -44,7 +44,8 @@ The sample flags (--id-column, --image, --class-column, --shards, ...) and the
 cache flags must be those the mount will use. A progress bar (samples, bytes,
 rate, ETA) goes to stderr.
 
-TIME for --at is RFC 3339 (2024-05-01T12:00:00Z) or Unix milliseconds.
+TIME for --at is Unix milliseconds, RFC 3339 (2024-05-01T12:00:00Z) or a time as
+` + "`deltafs log`" + ` prints it, in UTC ("2024-05-01 12:00:00.000").
 
 Exit status: 0 when every sample is cached, 1 on any error (one line on stderr),
 2 on bad usage.`,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -30,7 +29,7 @@ func (o *versionFlags) addFlags(f *pflag.FlagSet, verb string, latest bool) {
 		help += " (default: the latest)"
 	}
 	f.Int64Var(&o.version, "version", -1, help)
-	f.StringVar(&o.at, "at", "", verb+" the version current at TIME (RFC 3339 or Unix milliseconds)")
+	f.StringVar(&o.at, "at", "", verb+" the version current at TIME (Unix milliseconds, RFC 3339, or a time as `deltafs log` prints it, UTC)")
 }
 
 // check validates the flags of cmd and parses --at; errors are
@@ -47,9 +46,9 @@ func (o *versionFlags) check(cmd *cobra.Command, required bool) error {
 		return usageError{fmt.Errorf("--version %d: want a version number >= 0", o.version)}
 	}
 	if hasAt {
-		t, err := parseTime(o.at)
+		t, err := snapshot.ParseTime(o.at)
 		if err != nil {
-			return usageError{err}
+			return usageError{fmt.Errorf("--at: %w", err)}
 		}
 		o.when = t
 	}
@@ -63,16 +62,4 @@ func (o *versionFlags) resolve(ctx context.Context, tbl *snapshot.Table) (int64,
 		return o.version, nil
 	}
 	return tbl.VersionAt(ctx, o.when)
-}
-
-// parseTime reads --at: RFC 3339, or Unix milliseconds.
-func parseTime(s string) (time.Time, error) {
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return time.UnixMilli(ms), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("--at %q: want RFC 3339 (2024-05-01T12:00:00Z) or Unix milliseconds", s)
-	}
-	return t, nil
 }
