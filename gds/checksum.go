@@ -89,8 +89,9 @@ type ChecksumError struct {
 	Got    Checksum // of the bytes read
 }
 
+// Error does not name the extent: ReadExtent and ReadBatch say which it is.
 func (e *ChecksumError) Error() string {
-	return fmt.Sprintf("gds: %s: checksum mismatch: the bytes read have CRC-32 %s, the extent says %s", e.Extent, e.Got, e.Extent.Sum)
+	return fmt.Sprintf("checksum mismatch: the bytes read have CRC-32 %s, the extent says %s", e.Got, e.Extent.Sum)
 }
 
 // Is makes errors.Is(err, ErrChecksum) true.

@@ -483,7 +483,11 @@ func (r *Reader) ReadExtentAt(ctx context.Context, ext Extent, dst DeviceBuffer,
 		return Result{}, err
 	}
 	defer fs.close()
-	return r.readOne(ctx, fs, ext, dst, off, false)
+	res, err := r.readOne(ctx, fs, ext, dst, off, false)
+	if errors.Is(err, ErrChecksum) {
+		err = fmt.Errorf("gds: %s: %w", ext, err)
+	}
+	return res, err
 }
 
 // BatchResult reports a ReadBatch.

@@ -292,7 +292,7 @@ func (r *Reader) readFile(ctx context.Context, path string, ext Extent, dst Devi
 	}
 	if err == nil {
 		if err = verify(fe, sum); err != nil {
-			err = fmt.Errorf("the sample file read through the mount does not match the extent's checksum either: %w", err)
+			err = fmt.Errorf("read through the mount: %w", err)
 		}
 	}
 	if err != nil {
