@@ -278,13 +278,16 @@ func TestExampleLoaderOnMount(t *testing.T) {
 	}
 }
 
+// damage is one way a cache entry goes wrong behind a reader's back.
+type damage struct {
+	name string
+	do   func(t *testing.T, ents []ManifestEntry) []string
+}
+
 // damages are the ways a cache entry goes wrong behind a reader's back,
 // after it took the extents: each damages some entries of ents and
 // returns the samples whose cache bytes are now wrong.
-var damages = []struct {
-	name string
-	do   func(t *testing.T, ents []ManifestEntry) []string
-}{
+var damages = []damage{
 	{"flip", func(t *testing.T, ents []ManifestEntry) []string {
 		// One byte in the middle of a payload: only a checksum tells.
 		e := ents[1]
@@ -468,41 +471,75 @@ func TestReadSampleCorruptCache(t *testing.T) {
 // loaderDriver reads a shard's manifest with examples/gds/loader.py, says
 // "ready", waits for a line on stdin, then reads every sample by the
 // loader's ExtentReader and prints each one's SHA-256 and escaped name,
-// and the corrupt and through-the-mount counts.
+// and the corrupt and through-the-mount counts. With "kvikio" it runs the
+// loader's kvikio branch against a stand-in for kvikio.CuFile that preads
+// into the (CPU) tensor: there is no GPU here, but the branch's reads,
+// copy back to host, checks and recovery run as written.
 const loaderDriver = `
-import hashlib, os, sys
+import hashlib, os, sys, types
 sys.path.insert(0, sys.argv[1])
-import loader
-shard = sys.argv[2]
+import loader, torch
+shard, mode = sys.argv[2], sys.argv[3]
+
+class Future:
+    def __init__(self, n): self.n = n
+    def get(self): return self.n
+
+class CuFile:
+    def __init__(self, path, flags="r"): self.fd = os.open(path, os.O_RDONLY)
+    def pread(self, buf, size, file_offset=0):
+        data = os.pread(self.fd, size, file_offset)
+        if data:
+            buf[:len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+        return Future(len(data))
+    def close(self): os.close(self.fd)
+
 exts = loader.read_manifest(os.path.join(shard, loader.MANIFEST_NAME))
 print("ready", flush=True)
 sys.stdin.readline()
-reader = loader.ExtentReader("cpu", shard_dir=shard)
+reader = loader.ExtentReader("cpu", use_kvikio=False, shard_dir=shard)
+if mode == "kvikio":
+    loader.kvikio = types.SimpleNamespace(CuFile=CuFile)
+    reader.path = "kvikio"
 data, offsets = reader.read_batch(exts)
 host = data.numpy().tobytes()
 for e, o in zip(exts, offsets):
     print("%s\t%s" % (hashlib.sha256(host[o:o + e.length]).hexdigest(), loader.escape(e.sample)))
-print("corrupt %d mount %d" % (reader.corrupt, reader.fallbacks))
+print("%s corrupt %d mount %d" % (reader.path, reader.corrupt, reader.fallbacks))
 `
 
-// TestExampleLoaderCorruptCache: examples/gds/loader.py (plain path) reads
-// a mounted shard's manifest, then a cache entry is damaged; the loader
-// still delivers exactly the sample files' bytes, warns about the corrupt
-// samples and counts them, and took them from the re-materialised cache.
+// TestExampleLoaderCorruptCache: examples/gds/loader.py reads a mounted
+// shard's manifest, then a cache entry is damaged; the loader still
+// delivers exactly the sample files' bytes, warns about the corrupt samples
+// and counts them, and took them from the re-materialised cache. Both its
+// plain path and its kvikio branch (against a stand-in for kvikio: see
+// loaderDriver).
 func TestExampleLoaderCorruptCache(t *testing.T) {
 	if out, err := exec.Command(systemPython, "-c", "import torch").CombinedOutput(); err != nil {
 		t.Fatalf("%s with torch is needed for the example loader (Debian: python3-torch): %v\n%s", systemPython, err, out)
 	}
 	m := mountDigits(t, 40, t.TempDir())
 	sd := filepath.Join(m.Dir, "version", "0", "shard", "0")
-	for _, d := range damages {
+	type run struct {
+		mode string
+		d    damage
+	}
+	var runs []run
+	for _, mode := range []string{"posix", "kvikio"} {
+		for _, d := range damages {
+			runs = append(runs, run{mode, d})
+		}
+	}
+	for _, run := range runs {
+		d := run.d
+		d.name = run.mode + "/" + d.name
 		s, err := OpenShard(sd)
 		if err != nil {
 			t.Fatal(err)
 		}
 		files := sampleFiles(t, s)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		cmd := exec.CommandContext(ctx, systemPython, "-c", loaderDriver, "../examples/gds", sd)
+		cmd := exec.CommandContext(ctx, systemPython, "-c", loaderDriver, "../examples/gds", sd, run.mode)
 		cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
@@ -542,7 +579,7 @@ func TestExampleLoaderCorruptCache(t *testing.T) {
 				t.Fatalf("%s: %s: loader's bytes differ from the sample file", d.name, name)
 			}
 		}
-		if want := fmt.Sprintf("corrupt %d mount 0", len(bad)); lines[len(files)] != want {
+		if want := fmt.Sprintf("%s corrupt %d mount 0", run.mode, len(bad)); lines[len(files)] != want {
 			t.Fatalf("%s: %q, want %q\n%s", d.name, lines[len(files)], want, stderr.String())
 		}
 		for _, name := range bad {
