@@ -82,7 +82,10 @@
 // xxhash64 of the header), then the payload, contiguous, then zeros to a
 // multiple of 4096; see entry.go for the byte layout. The payload therefore
 // starts 4 KiB-aligned and its last block lies inside the file, which lets
-// Locate hand an extent to O_DIRECT and GPUDirect Storage readers. An entry
+// Locate and Materialize hand an extent to O_DIRECT and GPUDirect Storage
+// readers (Materialize, for package extents, writes the entry when missing,
+// verifies it whole every time and adds the payload's CRC-32, which readers
+// without xxhash can check; see Extent). An entry
 // costs its file size (header + payload rounded up to 4 KiB), which is also
 // what it occupies on a 4 KiB-block filesystem.
 //

@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"strconv"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // ErrNotStored is returned by Materialize when the entry could not be kept
@@ -28,36 +32,55 @@ func (c *Cache) Where(key Key) (path string, off int64, ok bool, err error) {
 	return c.disk.path(r.name), headerLen(len(r.text)), true, nil
 }
 
-// Materialize makes sure key's entry is on disk and returns where its
-// payload lies, as Locate does. A disk hit costs one read of the entry's
-// header block: its magic, header checksum and key, and the file's size, are
-// checked, but not the payload's checksum (that would read every byte, and
-// a caller of Materialize reads the payload itself; the checksum is still
-// checked by every Get). A missing, truncated or foreign entry is a miss.
-// On a miss the bytes are fetched (once for all concurrent callers of
-// the key) and written to the disk tier only: the memory tier is neither
-// consulted nor filled, because a caller of Materialize reads the bytes
-// from the file, not from memory. An entry evicted later is written again
-// by the next Materialize, at the same path and offset (see Where).
-func (c *Cache) Materialize(ctx context.Context, key Key, fetch FetchFunc) (path string, off, n int64, err error) {
+// Extent is where a materialised entry's payload lies on disk, and the
+// CRC-32 of the bytes there.
+type Extent struct {
+	Path   string // the entry file, absolute
+	Offset int64  // the payload's offset, a multiple of 4096 (see Where)
+	Length int64  // payload bytes
+	// CRC32 is the CRC-32 (IEEE polynomial, as hash/crc32.ChecksumIEEE
+	// and Python's zlib.crc32 compute it) of the payload as read back
+	// from the file, whose xxhash64 was verified in the same pass: the
+	// checksum of the bytes actually in the entry, for readers that have
+	// no xxhash (package gds, examples/gds/loader.py).
+	CRC32 uint32
+}
+
+// Materialize makes sure key's entry is on disk, whole and correct, and
+// returns where its payload lies and its CRC-32. Every call reads the entry
+// once, completely: magic, header checksum, key, the file's size and the
+// payload's checksum are verified, and the CRC-32 is computed from the same
+// bytes. A missing, truncated, corrupt or foreign entry (another key's
+// file) is a miss: a broken one is dropped as by Get, so that it is
+// rewritten rather than advertised. On a miss the bytes are fetched (once
+// for all concurrent callers of the key), written to the disk tier only
+// (the memory tier is neither consulted nor filled, because a caller of
+// Materialize reads the bytes from the file), and read back and verified
+// as on a hit. An entry evicted later is written again by the next
+// Materialize, at the same path and offset (see Where).
+//
+// The full read is the price of handing out a checksum that describes the
+// bytes on disk: materialising a shard that is already cached reads its
+// entries once (from the page cache when they are hot).
+func (c *Cache) Materialize(ctx context.Context, key Key, fetch FetchFunc) (Extent, error) {
 	if c.closed.Load() {
-		return "", 0, 0, ErrClosed
+		return Extent{}, ErrClosed
 	}
 	if c.disk == nil {
-		return "", 0, 0, ErrNotStored
+		return Extent{}, ErrNotStored
 	}
 	r, err := key.ref()
 	if err != nil {
-		return "", 0, 0, err
+		return Extent{}, err
 	}
-	if p, o, l, ok := c.disk.present(r); ok {
+	if e, ok := c.disk.verified(r); ok {
 		c.ctr.diskHits.Add(1)
-		return p, o, l, nil
+		return e, nil
 	}
 	c.ctr.diskMisses.Add(1)
 	// "m" keeps these flights apart from Get's, which fill both tiers.
 	_, _, err = c.flights.do(ctx, "m"+r.sum, func(fctx context.Context) ([]byte, error) {
-		if _, _, _, ok := c.disk.present(r); ok {
+		if _, ok := c.disk.verified(r); ok {
 			return nil, nil
 		}
 		v, err := c.fetch(fctx, r, fetch)
@@ -68,35 +91,70 @@ func (c *Cache) Materialize(ctx context.Context, key Key, fetch FetchFunc) (path
 		return nil, nil
 	})
 	if err != nil {
-		return "", 0, 0, err
+		return Extent{}, err
 	}
-	if p, o, l, ok := c.disk.present(r); ok {
-		return p, o, l, nil
+	if e, ok := c.disk.verified(r); ok {
+		return e, nil
 	}
-	return "", 0, 0, fmt.Errorf("%w: %s", ErrNotStored, r.text)
+	return Extent{}, fmt.Errorf("%w: %s", ErrNotStored, r.text)
 }
 
-// present checks r's entry without reading its payload (see Materialize)
-// and returns where the payload lies. A broken entry is dropped as by get.
-func (d *diskTier) present(r ref) (path string, off, n int64, ok bool) {
+// verified reads and verifies r's whole entry (see Materialize) and
+// returns where its payload lies, with the payload's CRC-32. A broken
+// entry is dropped as by get.
+func (d *diskTier) verified(r ref) (Extent, bool) {
 	p := d.path(r.name)
-	h, size, err := readHeader(p, r.text)
+	h, size, sum, err := verifyEntry(p, r.text)
 	if err != nil {
 		d.readFailed(r, p, err)
-		return "", 0, 0, false
+		return Extent{}, false
 	}
 	d.touch(r.name, p, size)
-	return p, h.hdrLen, h.n, true
+	return Extent{Path: p, Offset: h.hdrLen, Length: h.n, CRC32: sum}, true
 }
 
-// readHeader reads and verifies the header of the entry file at path for
-// keyText, and checks the file's size against it; errors as readEntry's.
-func readHeader(path, keyText string) (header, int64, error) {
+// verifyChunk is how much of a payload verifyEntry reads at a time.
+const verifyChunk = 1 << 20
+
+var verifyPool = sync.Pool{New: func() any { b := make([]byte, verifyChunk); return &b }}
+
+// verifyEntry verifies the entry file at path for keyText completely, as
+// readEntry does, without holding its payload in memory: the payload is
+// read in chunks, each added to its xxhash64 (checked against the header)
+// and its CRC-32 (returned). Errors as readEntry's.
+func verifyEntry(path, keyText string) (h header, size int64, crc uint32, err error) {
 	f, err := openRead(path)
 	if err != nil {
-		return header{}, 0, err
+		return header{}, 0, 0, err
 	}
 	defer f.close()
+	if h, size, err = readHeader(f, keyText); err != nil {
+		return header{}, size, 0, err
+	}
+	bp := verifyPool.Get().(*[]byte)
+	defer verifyPool.Put(bp)
+	xh := xxhash.New()
+	for done := int64(0); done < h.n; {
+		b := (*bp)[:min(h.n-done, verifyChunk)]
+		if err := f.readAt(b, h.hdrLen+done); err != nil {
+			if errors.Is(err, io.EOF) {
+				return header{}, size, 0, corrupt("truncated payload")
+			}
+			return header{}, size, 0, err
+		}
+		xh.Write(b)
+		crc = crc32.Update(crc, crc32.IEEETable, b)
+		done += int64(len(b))
+	}
+	if got := xh.Sum64(); got != h.sum {
+		return header{}, size, 0, corrupt("payload checksum %016x, header says %016x", got, h.sum)
+	}
+	return h, size, crc, nil
+}
+
+// readHeader reads and verifies the header of the open entry file f for
+// keyText, and checks the file's size against it; errors as readEntry's.
+func readHeader(f rfile, keyText string) (header, int64, error) {
 	size, err := f.size()
 	if err != nil {
 		return header{}, 0, err

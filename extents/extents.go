@@ -16,10 +16,16 @@
 //
 //   - the extended attribute gds.XattrName on a sample file (mount flag
 //     --xattrs), whose value is gds.Extent's text form
-//     PATH<TAB>OFFSET<TAB>LENGTH;
+//     PATH<TAB>OFFSET<TAB>LENGTH<TAB>CRC32;
 //   - the per-shard manifest gds.ManifestName (_extents.tsv) in gds's
-//     manifest format, one line per sample. Opening it materialises every
+//     manifest format, one line per sample. Reading it materialises every
 //     sample of the shard: reading it warms the shard in the disk cache.
+//
+// Every extent carries the CRC-32 of the bytes in its cache entry
+// (gds.Checksum), computed when materialising from an entry verified whole
+// (cache.Cache.Materialize), so that readers that bypass FUSE, and with it
+// the cache's own xxhash checks, can tell a damaged or replaced cache file
+// from the sample: they treat a mismatch as a miss.
 package extents
 
 import (
@@ -81,22 +87,24 @@ func sampleErr(sh *sample.Shard, pos int, err error) error {
 }
 
 // Extent materialises the sample at pos in the disk cache if needed and
-// returns where its bytes lie.
+// returns where its bytes lie, with the CRC-32 of the bytes in the entry
+// (cache.Cache.Materialize verifies the entry whole, rewriting a broken
+// one, and computes it in the same pass).
 func (s *Source) Extent(ctx context.Context, sh *sample.Shard, pos int) (gds.Extent, error) {
 	k, err := s.key(sh, pos)
 	if err != nil {
 		return gds.Extent{}, sampleErr(sh, pos, err)
 	}
-	p, off, n, err := s.c.Materialize(ctx, k, func(ctx context.Context) ([]byte, error) {
+	e, err := s.c.Materialize(ctx, k, func(ctx context.Context) ([]byte, error) {
 		return sh.Content(ctx, pos)
 	})
 	if err != nil {
 		return gds.Extent{}, sampleErr(sh, pos, err)
 	}
-	if want := sh.Size(pos); n != want {
-		return gds.Extent{}, sampleErr(sh, pos, fmt.Errorf("cached entry %s holds %d bytes, the sample has %d", p, n, want))
+	if want := sh.Size(pos); e.Length != want {
+		return gds.Extent{}, sampleErr(sh, pos, fmt.Errorf("cached entry %s holds %d bytes, the sample has %d", e.Path, e.Length, want))
 	}
-	return gds.Extent{Path: p, Offset: off, Length: n}, nil
+	return gds.Extent{Path: e.Path, Offset: e.Offset, Length: e.Length, Sum: gds.NewChecksum(e.CRC32)}, nil
 }
 
 // Xattr is the value of XattrName for the sample at pos: its extent's text
@@ -116,7 +124,7 @@ func (s *Source) Xattr(ctx context.Context, sh *sample.Shard, pos int) ([]byte, 
 }
 
 // predicted is the extent the sample at pos has once materialised, from
-// its key and size alone.
+// its key and size alone; its checksum is unknown.
 func (s *Source) predicted(sh *sample.Shard, pos int) (gds.Extent, error) {
 	k, err := s.key(sh, pos)
 	if err != nil {
@@ -133,24 +141,29 @@ func (s *Source) predicted(sh *sample.Shard, pos int) (gds.Extent, error) {
 }
 
 // Manifest is the content of the shard's manifest: every sample in shard
-// order, its path relative to the shard directory and its extent, in gds's
-// manifest format. With materialize false it only computes what the
-// manifest will say (the content is the same either way: an entry's place
-// depends on its key alone), for the file's size; with materialize true it
-// first writes every sample not in the disk cache, several at a time.
+// order, its path relative to the shard directory, its extent and its
+// checksum, in gds's manifest format. With materialize false it only
+// computes the manifest's shape, without I/O (an entry's place depends on
+// its key alone), every checksum unknown: this is for the file's size,
+// which the fixed-width checksum field keeps equal to the materialised
+// manifest's. With materialize true it first makes sure every sample is in
+// the disk cache, whole and correct (several at a time; an entry already
+// there is read and verified, a missing or broken one is written), and
+// lists each with the CRC-32 of the bytes in its entry.
 //
 // Like the mount, a manifest fails only for what is broken: samples of a
 // data file already known to be unreadable (sample.Shard.Err) are left out;
 // a sample that fails to materialise now (its data file vanished, its entry
-// is larger than the cache budget) keeps its line, whose cache file is then
-// missing, and is logged with its version, shard, data file and cause;
-// loaders treat it as evicted and read the sample file, which fails or
-// works on its own. Only a cancelled request fails the manifest.
+// is larger than the cache budget) keeps its line, with an unknown checksum
+// and a cache file that is then missing, and is logged with its version,
+// shard, data file and cause; loaders read it through the mount, where it
+// fails or works on its own. Only a cancelled request fails the manifest.
 //
 // A shard larger than the disk budget cannot be held whole: materialising
 // its last samples evicts its first ones, whose extents are then stale.
-// Readers must treat a missing or short cache file as a miss (gds.Reader
-// and examples/gds/loader.py fall back to the sample file).
+// Readers must treat a missing, short or checksum-failing cache extent as a
+// miss (gds.Reader and examples/gds/loader.py read the manifest again,
+// then fall back to the sample file).
 func (s *Source) Manifest(ctx context.Context, sh *sample.Shard, materialize bool) ([]byte, error) {
 	n := sh.Len()
 	entries := make([]gds.ManifestEntry, 0, n)
@@ -174,8 +187,9 @@ func (s *Source) Manifest(ctx context.Context, sh *sample.Shard, materialize boo
 		for i, pos := range positions {
 			g.Go(func() error {
 				got, err := s.Extent(gctx, sh, pos)
-				if err == nil && got != entries[i].Extent {
-					err = sampleErr(sh, pos, fmt.Errorf("materialised at %s, predicted %s", got, entries[i].Extent))
+				want := entries[i].Extent
+				if err == nil && (got.Path != want.Path || got.Offset != want.Offset || got.Length != want.Length) {
+					err = sampleErr(sh, pos, fmt.Errorf("materialised at %s, predicted %s", got, want))
 				}
 				if err != nil {
 					if ctx.Err() != nil {
@@ -187,7 +201,9 @@ func (s *Source) Manifest(ctx context.Context, sh *sample.Shard, materialize boo
 						first = err
 					}
 					mu.Unlock()
+					return nil
 				}
+				entries[i].Sum = got.Sum // each goroutine writes its own entry
 				return nil
 			})
 		}
@@ -195,7 +211,7 @@ func (s *Source) Manifest(ctx context.Context, sh *sample.Shard, materialize boo
 			return nil, err
 		}
 		if failed > 0 {
-			s.log.Error("extents: samples not materialised in the disk cache; the manifest lists them, loaders will read them through the mount",
+			s.log.Error("extents: samples not materialised in the disk cache; the manifest lists them without a checksum, loaders will read them through the mount",
 				"shard", sh.String(), "failed", failed, "first", first)
 		}
 	}

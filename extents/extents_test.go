@@ -92,10 +92,14 @@ func TestManifestMatchesContent(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(text, computed) {
-					t.Fatalf("%v %s: materialised manifest differs from the computed one", spec, sh)
+				if len(text) != len(computed) {
+					t.Fatalf("%v %s: materialised manifest is %d bytes, the computed one %d", spec, sh, len(text), len(computed))
 				}
 				entries, err := gds.ParseManifest(bytes.NewReader(text))
+				if err != nil {
+					t.Fatal(err)
+				}
+				shape, err := gds.ParseManifest(bytes.NewReader(computed))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -110,6 +114,13 @@ func TestManifestMatchesContent(t *testing.T) {
 					}
 					if e.Sample != sh.Path(pos) || !e.Aligned() || !bytes.Equal(pread(t, e.Extent), want) {
 						t.Fatalf("%v %s %s: extent %s does not hold the sample's %d bytes", spec, sh, e.Sample, e.Extent, len(want))
+					}
+					if e.Sum != gds.ChecksumOf(want) {
+						t.Fatalf("%s: manifest checksum %s, the sample's CRC-32 is %s", e.Sample, e.Sum, gds.ChecksumOf(want))
+					}
+					// Computed without I/O: the same line, checksum unknown.
+					if c := shape[pos]; c.Sum.Known() || c.Sample != e.Sample || c.Path != e.Path || c.Offset != e.Offset || c.Length != e.Length {
+						t.Fatalf("%s: computed line %+v, materialised %+v", e.Sample, c, e)
 					}
 					x, err := src.Xattr(ctx, sh, pos)
 					if err != nil {
@@ -138,6 +149,111 @@ func TestManifestMatchesContent(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestManifestRewritesCorrupt: an entry damaged in place after a manifest
+// was read (a flipped payload byte), an entry truncated, and two entries'
+// files swapped are each rewritten by the next materialising manifest,
+// whose checksums are those of the true bytes; the xattr of a damaged
+// sample alone rewrites its entry too.
+func TestManifestRewritesCorrupt(t *testing.T) {
+	ctx := context.Background()
+	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a.parquet", Rows: rows(12, 0, 9000)}}, nil, nil)
+	s, err := sample.New(tbl.Options(sample.Spec{Shards: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := cache.New(cache.Options{Dir: t.TempDir(), SkipFsync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	src, err := extents.New(c, "memtable", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ver, err := s.Version(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := ver.Shard(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	manifest := func() []gds.ManifestEntry {
+		t.Helper()
+		text, err := src.Manifest(ctx, sh, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, err := gds.ParseManifest(bytes.NewReader(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for pos, e := range entries {
+			want, err := sh.Content(ctx, pos)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e.Sum != gds.ChecksumOf(want) || !bytes.Equal(pread(t, e.Extent), want) {
+				t.Fatalf("%s: extent %s (crc %s) does not hold the sample's bytes (crc %s)", e.Sample, e.Extent, e.Sum, gds.ChecksumOf(want))
+			}
+		}
+		return entries
+	}
+	before := manifest()
+	damage := func(e gds.Extent, off int64) {
+		f, err := os.OpenFile(e.Path, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		b := make([]byte, 1)
+		f.ReadAt(b, e.Offset+off)
+		b[0] ^= 0x01
+		if _, err := f.WriteAt(b, e.Offset+off); err != nil {
+			t.Fatal(err)
+		}
+	}
+	damage(before[0].Extent, 4321)
+	if err := os.Truncate(before[1].Path, before[1].Offset+100); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(before[2].Path, before[2].Path+".x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(before[3].Path, before[2].Path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(before[2].Path+".x", before[3].Path); err != nil {
+		t.Fatal(err)
+	}
+	if after := manifest(); len(after) != len(before) {
+		t.Fatalf("%d entries, then %d", len(before), len(after))
+	}
+	// The xattr alone: verified and rewritten too.
+	damage(before[5].Extent, 0)
+	x, err := src.Xattr(ctx, sh, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := before[5].Extent.MarshalText(); string(x) != string(want) {
+		t.Fatalf("xattr %q, want %q", x, want)
+	}
+	if got, want := pread(t, before[5].Extent), must(sh.Content(ctx, 5)); !bytes.Equal(got, want) {
+		t.Fatal("the xattr did not rewrite the damaged entry")
+	}
+	if n := c.Stats().Corrupt; n != 3 {
+		t.Fatalf("%d corrupt entries dropped, want 3 (flipped, truncated, flipped; swapped files are other keys' entries)", n)
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 func pread(t *testing.T, e gds.Extent) []byte {

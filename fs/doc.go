@@ -16,7 +16,7 @@
 //	      shard/
 //	        K/                 K = 0 .. S-1
 //	          _samples.tsv     path, bytes, class, id per sample
-//	          _extents.tsv     with Options.Extents: each sample's disk-cache extent
+//	          _extents.tsv     with Options.Extents: each sample's disk-cache extent and CRC-32
 //	          <id><ext>        the samples of shard K
 //	          <class>/<id><ext>   instead, with a class column
 //	  at/<time>                lookup-only link to ../version/N current at

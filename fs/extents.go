@@ -1,7 +1,6 @@
 package fs
 
 import (
-	"bytes"
 	"context"
 	"sync"
 	"syscall"
@@ -24,9 +23,12 @@ type Extents interface {
 	Xattr(ctx context.Context, sh *sample.Shard, pos int) ([]byte, error)
 	// ManifestName is the per-shard extent manifest's file name.
 	ManifestName() string
-	// Manifest is its content. materialize false only computes it (for
-	// the size); true first writes every sample of the shard to the disk
-	// cache. Both give the same bytes.
+	// Manifest is its content. materialize false only computes its shape
+	// without I/O, for the size (its checksums are unknown); true first
+	// makes sure every sample of the shard is in the disk cache, whole,
+	// and lists the checksums of the bytes there. Both have the same
+	// length: the content changes, the size the kernel learnt at lookup
+	// does not.
 	Manifest(ctx context.Context, sh *sample.Shard, materialize bool) ([]byte, error)
 }
 
@@ -41,10 +43,16 @@ func (r *Root) extentsName() string {
 // xattrs reports whether sample files serve the extent attribute.
 func (r *Root) xattrs() bool { return r.opts.Xattrs && r.opts.Extents != nil }
 
-// extentsFile is version/N/shard/K/_extents.tsv. Its content is computed
-// at lookup without I/O (an extent's place depends only on the sample);
-// every read at offset 0 materialises the shard's samples in the disk cache
-// again (re-writing evicted ones) before serving the same bytes.
+// extentsFile is version/N/shard/K/_extents.tsv. Its size is computed at
+// lookup without I/O (an extent's place depends only on the sample, and its
+// checksum field has a fixed width); every read at offset 0 materialises the
+// shard's samples in the disk cache again (re-writing evicted or broken
+// ones) and serves that manifest, with the checksums of the bytes now in
+// the cache. Reads at other offsets serve the last one materialised (its
+// lines lie at the same offsets in every materialisation: only a checksum
+// can change, from unknown to known or back), or materialise first when
+// there is none yet: the lookup-time shape, whose checksums are unknown, is
+// never served.
 //
 // Sample files are opened without an OPEN message (ENOSYS), which turns
 // OPEN off for the whole mount, so this file cannot rely on Open (nor ask
@@ -62,9 +70,10 @@ type extentsFile struct {
 	gofs.Inode
 	sd   *shardDir
 	sh   *sample.Shard
-	data []byte // the manifest as computed at lookup
+	size int64 // of the manifest, as computed at lookup
 
 	mu   sync.Mutex
+	data []byte      // guarded by mu: the manifest last materialised; nil before the first
 	drop *time.Timer // guarded by mu; armed after each read
 }
 
@@ -86,7 +95,7 @@ func (d *shardDir) lookupExtents(ctx context.Context, sh *sample.Shard, out *fus
 	if err != nil {
 		return nil, toErrno(r.log, "extents", d.path()+"/"+r.extentsName(), err)
 	}
-	f := &extentsFile{sd: d, sh: sh, data: data}
+	f := &extentsFile{sd: d, sh: sh, size: int64(len(data))}
 	f.attr(&out.Attr)
 	out.SetEntryTimeout(r.opts.Immutable)
 	out.SetAttrTimeout(expireAtOnce)
@@ -95,7 +104,7 @@ func (d *shardDir) lookupExtents(ctx context.Context, sh *sample.Shard, out *fus
 
 func (f *extentsFile) attr(a *fuse.Attr) {
 	a.Mode = syscall.S_IFREG | 0o444
-	a.Size = uint64(len(f.data))
+	a.Size = uint64(f.size)
 	a.Nlink = 1
 	setTime(a, time.Now())
 }
@@ -112,34 +121,38 @@ func (f *extentsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 	return openReadOnly(flags)
 }
 
-// Read implements gofs.NodeReader: a read at offset 0 materialises the
-// shard first.
+// Read implements gofs.NodeReader: a read at offset 0, or the first read,
+// materialises the shard first.
 func (f *extentsFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
-	if off == 0 {
+	f.mu.Lock()
+	data := f.data
+	f.mu.Unlock()
+	if off == 0 || data == nil {
 		r := f.sd.vd.root
 		path := f.sd.path() + "/" + r.extentsName()
-		data, err := r.opts.Extents.Manifest(ctx, f.sh, true)
-		if err != nil {
+		var err error
+		if data, err = r.opts.Extents.Manifest(ctx, f.sh, true); err != nil {
 			return nil, toErrno(r.log, "extents", path, err)
 		}
-		if !bytes.Equal(data, f.data) {
-			r.log.Error("I/O error: extent manifest differs from the one computed at lookup", "path", path)
+		if int64(len(data)) != f.size {
+			r.log.Error("I/O error: extent manifest's size differs from the one computed at lookup", "path", path, "size", len(data), "lookup", f.size)
 			return nil, syscall.EIO
 		}
 	}
 	// The timer's own goroutine notifies: notifying inside a request can
 	// deadlock.
 	f.mu.Lock()
+	f.data = data
 	if f.drop == nil {
 		f.drop = time.AfterFunc(dropDelay, func() { f.NotifyContent(0, 0) })
 	} else {
 		f.drop.Reset(dropDelay)
 	}
 	f.mu.Unlock()
-	if off >= int64(len(f.data)) {
+	if off >= int64(len(data)) {
 		return fuse.ReadResultData(nil), 0
 	}
-	return fuse.ReadResultData(f.data[off:min(int64(len(f.data)), off+int64(len(dest)))]), 0
+	return fuse.ReadResultData(data[off:min(int64(len(data)), off+int64(len(dest)))]), 0
 }
 
 var _ = (gofs.NodeGetxattrer)((*sampleFile)(nil))

@@ -85,7 +85,7 @@ func Bench(ctx context.Context, r *Reader, exts []Extent, o BenchOptions) (Bench
 			br, err := r.ReadBatch(ctx, batch, buf)
 			res.Elapsed += time.Since(start)
 			if err != nil {
-				return res, err
+				return res, fmt.Errorf("batch of samples %d to %d: %w", i, i+len(batch)-1, err)
 			}
 			res.Path = min(res.Path, br.Path())
 			res.Samples += int64(len(batch))

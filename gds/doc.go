@@ -15,7 +15,7 @@
 //
 //   - the extended attribute XattrName ("user.deltafs.extent") of a sample
 //     file, with mount option --xattrs; its value is Extent's text form,
-//     PATH<TAB>OFFSET<TAB>LENGTH;
+//     PATH<TAB>OFFSET<TAB>LENGTH<TAB>CRC32;
 //   - a manifest file ManifestName ("_extents.tsv") in each shard directory
 //     (see WriteManifest and ParseManifest).
 //
@@ -23,24 +23,59 @@
 // written on demand. Reading a shard's manifest writes every sample of the
 // shard not yet cached (it warms the shard); reading the attribute writes
 // one. After an eviction, reading again writes the entry back at the same
-// place. OpenShard, Reader.ReadSamples and Reader.ReadSample read samples
-// of a mounted shard through these, re-reading once when an entry was
-// evicted meanwhile.
+// place. OpenShard, Reader.ReadSamples, Reader.ReadSample and
+// Reader.ReadSampleExtent read samples of a mounted shard through these,
+// verified (see Checksums), reading a sample again when its entry was
+// evicted or damaged meanwhile.
 //
 // # Manifest format
 //
 // UTF-8 text, one record per line, fields separated by one tab:
 //
-//	sample	path	offset	length
-//	7/000123.png	/root/.cache/deltafs/deltafs-cache-v1/3f/3f…9a.dfc	4096	2791
+//	sample	path	offset	length	crc32
+//	7/000123.png	/root/.cache/deltafs/deltafs-cache-v1/3f/3f…9a.dfc	4096	2791	5e1a09c3
 //
-// The first line is that header (optional when parsing). sample is the
-// sample file's path relative to the shard directory, '/'-separated; path
-// is the cache file (absolute; a relative path is relative to the
-// manifest's directory); offset and length are decimal byte counts. In
-// sample and path, backslash, tab, newline and carriage return are written
-// \\, \t, \n and \r; any other backslash sequence is an error. Empty lines
-// are ignored and "\r\n" line ends are accepted.
+// The first line is that header, and is required: it names the format.
+// (The format before checksums had no crc32 column; ParseManifest refuses
+// it with ErrOldManifest, and a three-field attribute value likewise.)
+// sample is the sample file's path relative to the shard directory,
+// '/'-separated; path is the cache file (absolute; a relative path is
+// relative to the manifest's directory); offset and length are decimal
+// byte counts; crc32 is the CRC-32 of the sample's bytes in Checksum's
+// fixed-width text form, 8 lowercase hex digits, or "--------" for a sample
+// deltafs could not cache (its cache file is then missing). In sample and
+// path, backslash, tab, newline and carriage return are written \\, \t, \n
+// and \r; any other backslash sequence is an error. Empty lines are ignored
+// and "\r\n" line ends are accepted.
+//
+// # Checksums
+//
+// A reader that bypasses FUSE bypasses the disk cache's own checks (an
+// xxhash64 of every entry, verified by every read through the mount), so
+// every extent carries the CRC-32 (IEEE, what zlib.crc32 computes) of the
+// sample's bytes, computed by deltafs when it materialises the entry from
+// an entry it has just verified whole (a broken entry is rewritten then,
+// never advertised). Readers verify what they read:
+//
+//   - PathHost: the bytes in host memory;
+//   - PathCompat: the bytes in the staging buffer, as they are copied to
+//     the device;
+//   - PathGDS: the bytes cuFile put on the device, copied back through a
+//     host staging buffer (cuMemcpyDtoH) and summed on the CPU. That costs
+//     one device-to-host copy of every sample and a CRC on the CPU, which
+//     takes back part of what GDS saves (host memory bandwidth and CPU
+//     time, not the DMA from NVMe). A CRC kernel on the device would avoid
+//     it; deltafs loads no kernels and cannot test one without a GPU.
+//
+// ReadExtent and ReadBatch return a mismatch as a *ChecksumError (extents
+// without a checksum, such as `deltafs gds bench --dir`'s, are not
+// verified). The shard and sample readers treat a mismatch, like a cache
+// file that ends inside the extent, as a corrupt miss: they log it, read
+// the manifest or attribute again (deltafs re-materialises the sample,
+// rewriting the entry), read the sample again, and as a last resort read
+// the sample file through the mount, verified too. They report it (ShardResult.Corrupt,
+// Result.Corrupt) and return the true bytes, or an error: never the wrong
+// ones.
 //
 // # Paths
 //

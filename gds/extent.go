@@ -18,21 +18,24 @@ const Alignment = 4096
 const XattrName = "user.deltafs.extent"
 
 // Extent is where a sample's bytes lie, contiguous, in a local file: Length
-// bytes starting at Offset in the file at Path. deltafs's disk cache keeps
-// each cached sample as one extent at a 4 KiB-aligned offset, so a loader can
-// read it with cuFile straight into GPU memory instead of through FUSE.
+// bytes starting at Offset in the file at Path, whose CRC-32 is Sum.
+// deltafs's disk cache keeps each cached sample as one extent at a 4
+// KiB-aligned offset, so a loader can read it with cuFile straight into GPU
+// memory instead of through FUSE.
 //
-// The text form (MarshalText, the value of XattrName, and the last three
+// The text form (MarshalText, the value of XattrName, and the last four
 // columns of a manifest line) is
 //
-//	PATH<TAB>OFFSET<TAB>LENGTH
+//	PATH<TAB>OFFSET<TAB>LENGTH<TAB>CRC32
 //
-// with PATH escaped as described in the package documentation and OFFSET and
-// LENGTH in decimal.
+// with PATH escaped as described in the package documentation, OFFSET and
+// LENGTH in decimal and CRC32 as Checksum's text form (8 hex digits, or
+// "--------" when unknown).
 type Extent struct {
-	Path   string // local file holding the bytes (absolute in extents deltafs produces)
-	Offset int64  // byte offset of the first byte in Path
-	Length int64  // number of bytes
+	Path   string   // local file holding the bytes (absolute in extents deltafs produces)
+	Offset int64    // byte offset of the first byte in Path
+	Length int64    // number of bytes
+	Sum    Checksum // CRC-32 of the Length bytes; the zero value is unknown (not verified)
 }
 
 // Aligned reports whether the extent starts at a multiple of Alignment.
@@ -60,21 +63,26 @@ func (e Extent) Validate() error {
 // String returns the extent as "PATH@OFFSET+LENGTH", for messages.
 func (e Extent) String() string { return fmt.Sprintf("%s@%d+%d", e.Path, e.Offset, e.Length) }
 
-// MarshalText returns the extent's text form, PATH<TAB>OFFSET<TAB>LENGTH.
+// MarshalText returns the extent's text form,
+// PATH<TAB>OFFSET<TAB>LENGTH<TAB>CRC32.
 func (e Extent) MarshalText() ([]byte, error) {
 	if err := e.Validate(); err != nil {
 		return nil, err
 	}
-	return []byte(escapeField(e.Path) + "\t" + strconv.FormatInt(e.Offset, 10) + "\t" + strconv.FormatInt(e.Length, 10)), nil
+	return []byte(escapeField(e.Path) + "\t" + strconv.FormatInt(e.Offset, 10) + "\t" + strconv.FormatInt(e.Length, 10) + "\t" + e.Sum.String()), nil
 }
 
-// UnmarshalText parses the text form written by MarshalText.
+// UnmarshalText parses the text form written by MarshalText. The
+// three-field form of deltafs versions before checksums is refused.
 func (e *Extent) UnmarshalText(text []byte) error {
 	fields := strings.Split(string(text), "\t")
-	if len(fields) != 3 {
-		return fmt.Errorf("extent: want 3 tab-separated fields (path, offset, length), got %d", len(fields))
+	if len(fields) == 3 {
+		return errors.New("extent: 3 fields, no crc32: written by a deltafs older than extent checksums (remount with this version)")
 	}
-	x, err := parseExtentFields(fields[0], fields[1], fields[2])
+	if len(fields) != 4 {
+		return fmt.Errorf("extent: want 4 tab-separated fields (path, offset, length, crc32), got %d", len(fields))
+	}
+	x, err := parseExtentFields(fields[0], fields[1], fields[2], fields[3])
 	if err != nil {
 		return err
 	}
@@ -82,7 +90,7 @@ func (e *Extent) UnmarshalText(text []byte) error {
 	return nil
 }
 
-func parseExtentFields(path, off, n string) (Extent, error) {
+func parseExtentFields(path, off, n, sum string) (Extent, error) {
 	p, err := unescapeField(path)
 	if err != nil {
 		return Extent{}, fmt.Errorf("path: %w", err)
@@ -95,7 +103,11 @@ func parseExtentFields(path, off, n string) (Extent, error) {
 	if err != nil {
 		return Extent{}, fmt.Errorf("length: %w", err)
 	}
-	e := Extent{Path: p, Offset: o, Length: l}
+	c, err := parseChecksum(sum)
+	if err != nil {
+		return Extent{}, err
+	}
+	e := Extent{Path: p, Offset: o, Length: l, Sum: c}
 	return e, e.Validate()
 }
 

@@ -184,7 +184,8 @@ type cacheLayout struct {
 
 // newCacheLayout writes nfiles cache files holding nsamples samples of
 // assorted lengths (1 byte to ~70 KiB, some exact multiples of 4 KiB) at
-// 4 KiB-aligned offsets, interleaved across the files.
+// 4 KiB-aligned offsets, interleaved across the files, each extent with
+// its checksum.
 func newCacheLayout(t testing.TB, nfiles, nsamples int) *cacheLayout {
 	t.Helper()
 	dir := t.TempDir()
@@ -216,10 +217,31 @@ func newCacheLayout(t testing.TB, nfiles, nsamples int) *cacheLayout {
 	for i := range lens {
 		p := paths[fileOf[i]]
 		e := Extent{Path: p, Offset: offs[i], Length: lens[i]}
+		want := l.files[p][e.Offset:e.End()]
+		e.Sum = ChecksumOf(want)
 		l.exts = append(l.exts, e)
-		l.want = append(l.want, l.files[p][e.Offset:e.End()])
+		l.want = append(l.want, want)
 	}
 	return l
+}
+
+// flip inverts one byte of the file at path, at off, in place: a bit rot
+// the file's size does not show.
+func flip(t testing.TB, path string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // check copies the batch back from dst and compares every sample.

@@ -2,6 +2,7 @@ package gds
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // systemPython is the interpreter with Debian's torch (see README).
@@ -19,9 +21,14 @@ const systemPython = "/usr/bin/python3"
 // its POSIX path) on a manifest written by WriteManifest, with escaped
 // sample names and relative cache paths, and checks every sample's
 // SHA-256 against the cache files. The manifest's directory stands in for
-// the mount's shard directory: it holds the sample files too, and after
-// one cache file is removed and another truncated (evicted), the loader
-// reads exactly the samples they held from there instead.
+// the mount's shard directory: it holds the sample files too, and its
+// manifest does not change when read again (nothing re-materialises). So
+// after one cache file is removed (evicted), another truncated and a byte
+// of a third flipped (corrupt), the loader reads exactly the samples they
+// held from there instead, and warns about each corrupt one; a sample
+// whose line has no checksum is read from there too. A sample file that
+// disagrees with the checksum as well fails the loader: wrong bytes are
+// never delivered.
 func TestExampleLoader(t *testing.T) {
 	if out, err := exec.Command(systemPython, "-c", "import torch").CombinedOutput(); err != nil {
 		t.Fatalf("%s with torch is needed for the example loader (Debian: python3-torch): %v\n%s", systemPython, err, out)
@@ -39,13 +46,16 @@ func TestExampleLoader(t *testing.T) {
 		sum := sha256.Sum256(l.want[i])
 		want = append(want, hex.EncodeToString(sum[:])+"\t"+escapeField(name))
 	}
-	var m bytes.Buffer
-	if err := WriteManifest(&m, entries); err != nil {
-		t.Fatal(err)
+	writeManifest := func() {
+		var m bytes.Buffer
+		if err := WriteManifest(&m, entries); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, ManifestName), m.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, ManifestName), m.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeManifest()
 	// The sample files, as the mount would show them.
 	for i, e := range entries {
 		p := filepath.Join(dir, e.Sample)
@@ -56,14 +66,18 @@ func TestExampleLoader(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	runLoader(t, dir, want, "; 0 through the mount (evicted)")
+	if errOut := runLoader(t, dir, want, "; 0 corrupt in the cache (read again); 0 through the mount"); errOut != "" {
+		t.Fatalf("warnings on an intact cache:\n%s", errOut)
+	}
 
-	// Evict: remove one cache file, cut another in half.
-	gone, cut := l.exts[0].Path, ""
+	// Evict one cache file, cut another in half, flip a byte of one
+	// sample in the third, and drop one checksum from the manifest.
+	gone, cut, rot := l.exts[0].Path, "", ""
 	for _, e := range l.exts {
-		if e.Path != gone {
+		if e.Path != gone && cut == "" {
 			cut = e.Path
-			break
+		} else if e.Path != gone && e.Path != cut {
+			rot = e.Path
 		}
 	}
 	half := int64(len(l.files[cut])) / 2
@@ -73,39 +87,116 @@ func TestExampleLoader(t *testing.T) {
 	if err := os.Truncate(cut, half); err != nil {
 		t.Fatal(err)
 	}
-	evicted := 0
-	for _, e := range l.exts {
-		if e.Path == gone || e.Path == cut && e.End() > half {
+	evicted, corrupted, unknown, flipped := 0, map[string]bool{}, -1, false
+	for i, e := range l.exts {
+		switch {
+		case e.Path == gone:
 			evicted++
+		case e.Path == cut && e.End() > half:
+			corrupted[entries[i].Sample] = true
+		case e.Path == rot && unknown < 0:
+			unknown = i
+			entries[i].Sum = Checksum{}
+		case e.Path == rot && !flipped && e.Length > 1:
+			flip(t, e.Path, e.Offset+e.Length/2)
+			corrupted[entries[i].Sample] = true
+			flipped = true
 		}
 	}
-	if evicted == 0 || evicted == len(l.exts) {
-		t.Fatalf("%d of %d samples evicted: the test needs some of each", evicted, len(l.exts))
+	writeManifest()
+	if evicted == 0 || len(corrupted) < 2 || unknown < 0 || evicted+len(corrupted)+1 >= len(l.exts) {
+		t.Fatalf("%d evicted, %d corrupt, unknown %d of %d: the test needs some of each and some intact", evicted, len(corrupted), unknown, len(l.exts))
 	}
-	runLoader(t, dir, want, fmt.Sprintf("; %d through the mount (evicted)", evicted))
+	errOut := runLoader(t, dir, want, fmt.Sprintf("; %d corrupt in the cache (read again); %d through the mount", len(corrupted), evicted+len(corrupted)+1))
+	for name := range corrupted {
+		if !strings.Contains(errOut, name+": ") {
+			t.Errorf("no warning names corrupt sample %q:\n%s", name, errOut)
+		}
+	}
+	if n := strings.Count(errOut, "reading it again"); n != len(corrupted) {
+		t.Errorf("%d warnings for %d corrupt samples:\n%s", n, len(corrupted), errOut)
+	}
+
+	// A sample file that disagrees with the checksum too: an error.
+	var bad string
+	for name := range corrupted {
+		bad = name
+		break
+	}
+	if err := os.WriteFile(filepath.Join(dir, bad), bytes.Repeat([]byte{'x'}, int(entryOf(t, entries, bad).Length)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := loaderCmd(dir).run(t)
+	if err == nil || !strings.Contains(stderr, "read through the mount, has CRC-32") || !strings.Contains(stderr, "ValueError") {
+		t.Fatalf("a sample file that fails its checksum: %v\n%s", err, stderr)
+	}
+	if strings.Contains(stdout, "read 60 samples") {
+		t.Fatalf("the loader reported success:\n%s", stdout)
+	}
+
+	// A manifest of the format before checksums is refused.
+	old := "sample\tpath\toffset\tlength\n7/Aa.png\tcache-0.blk\t0\t1\n"
+	if err := os.WriteFile(filepath.Join(dir, ManifestName), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, err := loaderCmd(dir).run(t); err == nil || !strings.Contains(stderr, "manifest without checksums") {
+		t.Fatalf("old manifest: %v\n%s", err, stderr)
+	}
 }
 
-// runLoader runs loader.py with --sha256 on a shard directory and checks
-// its per-sample lines and that its summary ends with summaryEnd.
-func runLoader(t *testing.T, dir string, want []string, summaryEnd string) {
+func entryOf(t *testing.T, entries []ManifestEntry, sample string) ManifestEntry {
 	t.Helper()
-	cmd := exec.Command(systemPython, "../examples/gds/loader.py", dir, "--sha256", "--batch", "7", "--device", "cpu")
-	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("loader.py: %v\n%s", err, out)
+	for _, e := range entries {
+		if e.Sample == sample {
+			return e
+		}
 	}
-	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	t.Fatalf("no entry %q", sample)
+	return ManifestEntry{}
+}
+
+// loaderRun is one run of loader.py.
+type loaderRun struct{ args []string }
+
+// loaderCmd runs loader.py with --sha256 on a shard directory, on the CPU.
+func loaderCmd(dir string) loaderRun {
+	return loaderRun{args: []string{"../examples/gds/loader.py", dir, "--sha256", "--batch", "7", "--device", "cpu"}}
+}
+
+// run runs it, bounded in time, and returns its stdout and stderr.
+func (l loaderRun) run(t *testing.T) (stdout, stderr string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, systemPython, l.args...)
+	cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1")
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err = cmd.Run()
+	return o.String(), e.String(), err
+}
+
+// runLoader runs loader.py with --sha256 on a shard directory, checks its
+// per-sample lines and that its summary ends with summaryEnd, and returns
+// its stderr (the warnings).
+func runLoader(t *testing.T, dir string, want []string, summaryEnd string) string {
+	t.Helper()
+	out, errOut, err := loaderCmd(dir).run(t)
+	if err != nil {
+		t.Fatalf("loader.py: %v\n%s%s", err, out, errOut)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
 	if len(lines) != len(want)+1 {
-		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want)+1, out)
+		t.Fatalf("%d lines, want %d:\n%s%s", len(lines), len(want)+1, out, errOut)
 	}
 	for i, w := range want {
 		if lines[i] != w {
-			t.Fatalf("sample %d: %q, want %q", i, lines[i], w)
+			t.Fatalf("sample %d: %q, want %q\n%s", i, lines[i], w, errOut)
 		}
 	}
 	sum := lines[len(want)]
 	if !strings.HasPrefix(sum, fmt.Sprintf("read %d samples", len(want))) || !strings.Contains(sum, "by posix into cpu") || !strings.HasSuffix(sum, summaryEnd) {
-		t.Errorf("summary %q, want it to end with %q", sum, summaryEnd)
+		t.Errorf("summary %q, want it to end with %q\n%s", sum, summaryEnd, errOut)
 	}
+	return errOut
 }

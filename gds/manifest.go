@@ -13,8 +13,18 @@ import (
 // ManifestName is the file name of a shard's extent manifest.
 const ManifestName = "_extents.tsv"
 
-// manifestHeader is the first line WriteManifest writes.
-const manifestHeader = "sample\tpath\toffset\tlength"
+// manifestHeader is the first line of a manifest. It names the format: a
+// manifest without it is refused.
+const manifestHeader = "sample\tpath\toffset\tlength\tcrc32"
+
+// manifestHeaderV1 is the header of the format before checksums, which
+// ParseManifest refuses with ErrOldManifest.
+const manifestHeaderV1 = "sample\tpath\toffset\tlength"
+
+// ErrOldManifest is returned by ParseManifest for a manifest in the format
+// before checksums (four columns, no crc32): its extents cannot be
+// verified, so they are not read.
+var ErrOldManifest = errors.New("manifest without checksums, written by a deltafs older than this reader: remount the table with this deltafs")
 
 // ManifestEntry is one line of an extent manifest: a sample and where its
 // bytes lie.
@@ -27,12 +37,13 @@ type ManifestEntry struct {
 
 // WriteManifest writes entries as an extent manifest: the header line
 //
-//	sample<TAB>path<TAB>offset<TAB>length
+//	sample<TAB>path<TAB>offset<TAB>length<TAB>crc32
 //
 // then one line per entry, in the given order, with the sample and path
 // fields escaped (backslash, tab, newline and carriage return become \\, \t,
-// \n and \r) and offset and length in decimal. Every entry is validated
-// first; nothing is written when one is invalid.
+// \n and \r), offset and length in decimal and crc32 in Checksum's
+// fixed-width text form. Every entry is validated first; nothing is written
+// when one is invalid.
 func WriteManifest(w io.Writer, entries []ManifestEntry) error {
 	for i, e := range entries {
 		if err := validateEntry(e); err != nil {
@@ -42,7 +53,7 @@ func WriteManifest(w io.Writer, entries []ManifestEntry) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString(manifestHeader + "\n")
 	for _, e := range entries {
-		fmt.Fprintf(bw, "%s\t%s\t%d\t%d\n", escapeField(e.Sample), escapeField(e.Path), e.Offset, e.Length)
+		fmt.Fprintf(bw, "%s\t%s\t%d\t%d\t%s\n", escapeField(e.Sample), escapeField(e.Path), e.Offset, e.Length, e.Sum)
 	}
 	return bw.Flush()
 }
@@ -55,8 +66,10 @@ func validateEntry(e ManifestEntry) error {
 }
 
 // ParseManifest reads an extent manifest written by WriteManifest. The
-// header line is optional; empty lines are skipped and "\r\n" line ends are
-// accepted. Cache file paths are returned as written: ReadManifestFile
+// first line must be the header, which names the format: a manifest of the
+// format before checksums is ErrOldManifest, anything else without the
+// header is not a manifest. Empty lines are skipped and "\r\n" line ends
+// are accepted. Cache file paths are returned as written: ReadManifestFile
 // resolves relative ones. An error names the 1-based line.
 func ParseManifest(r io.Reader) ([]ManifestEntry, error) {
 	br := bufio.NewReader(r)
@@ -67,12 +80,19 @@ func ParseManifest(r io.Reader) ([]ManifestEntry, error) {
 			return out, fmt.Errorf("manifest line %d: %w", lineNo, err)
 		}
 		if line == "" && err == io.EOF {
+			if lineNo == 1 {
+				return nil, errors.New("empty manifest: no header line")
+			}
 			return out, nil
 		}
 		line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
 		switch {
-		case line == "":
 		case lineNo == 1 && line == manifestHeader:
+		case lineNo == 1 && line == manifestHeaderV1:
+			return nil, ErrOldManifest
+		case lineNo == 1:
+			return nil, fmt.Errorf("not an extent manifest: the first line is not the header %q", manifestHeader)
+		case line == "":
 		default:
 			e, perr := parseManifestLine(line)
 			if perr != nil {
@@ -88,8 +108,8 @@ func ParseManifest(r io.Reader) ([]ManifestEntry, error) {
 
 func parseManifestLine(line string) (ManifestEntry, error) {
 	f := strings.Split(line, "\t")
-	if len(f) != 4 {
-		return ManifestEntry{}, fmt.Errorf("want 4 tab-separated fields (sample, path, offset, length), got %d", len(f))
+	if len(f) != 5 {
+		return ManifestEntry{}, fmt.Errorf("want 5 tab-separated fields (sample, path, offset, length, crc32), got %d", len(f))
 	}
 	sample, err := unescapeField(f[0])
 	if err != nil {
@@ -98,7 +118,7 @@ func parseManifestLine(line string) (ManifestEntry, error) {
 	if sample == "" {
 		return ManifestEntry{}, errors.New("empty sample path")
 	}
-	ext, err := parseExtentFields(f[1], f[2], f[3])
+	ext, err := parseExtentFields(f[1], f[2], f[3], f[4])
 	if err != nil {
 		return ManifestEntry{}, fmt.Errorf("sample %q: %w", sample, err)
 	}

@@ -2,6 +2,7 @@ package gds
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,8 +12,8 @@ import (
 
 func TestExtentText(t *testing.T) {
 	cases := []Extent{
-		{Path: "/var/cache/deltafs/blk/00/3f.blk", Offset: 1052672, Length: 2791},
-		{Path: "/weird\tname\nwith\\escapes\r", Offset: 0, Length: 0},
+		{Path: "/var/cache/deltafs/blk/00/3f.blk", Offset: 1052672, Length: 2791, Sum: NewChecksum(0x0badf00d)},
+		{Path: "/weird\tname\nwith\\escapes\r", Offset: 0, Length: 0, Sum: ChecksumOf(nil)},
 		{Path: "relative/ünïcode path.blk", Offset: 4096, Length: 1 << 40},
 	}
 	for _, e := range cases {
@@ -20,7 +21,7 @@ func TestExtentText(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := bytes.Count(b, []byte("\t")); n != 2 || bytes.ContainsAny(b, "\n\r") {
+		if n := bytes.Count(b, []byte("\t")); n != 3 || bytes.ContainsAny(b, "\n\r") {
 			t.Fatalf("%q: %d tabs or a line break", b, n)
 		}
 		var got Extent
@@ -28,36 +29,79 @@ func TestExtentText(t *testing.T) {
 			t.Fatalf("%q: got %+v, %v", b, got, err)
 		}
 	}
-	if b, _ := cases[0].MarshalText(); string(b) != "/var/cache/deltafs/blk/00/3f.blk\t1052672\t2791" {
+	if b, _ := cases[0].MarshalText(); string(b) != "/var/cache/deltafs/blk/00/3f.blk\t1052672\t2791\t0badf00d" {
 		t.Errorf("text form %q", b)
 	}
-	for _, bad := range []string{"", "p\t1", "p\t1\t2\t3", "p\tx\t2", "p\t1\t-2", "p\t-1\t2", "\t0\t1", `p\q` + "\t0\t1", `p\` + "\t0\t1", "p\t9223372036854775807\t1"} {
+	if b, _ := cases[2].MarshalText(); !strings.HasSuffix(string(b), "\t--------") {
+		t.Errorf("unknown checksum's text form %q", b)
+	}
+	for _, bad := range []string{"", "p\t1", "p\t1\t2\t3\t4", "p\tx\t2\t00000000", "p\t1\t-2\t00000000", "p\t-1\t2\t00000000",
+		"\t0\t1\t00000000", `p\q` + "\t0\t1\t00000000", `p\` + "\t0\t1\t00000000", "p\t9223372036854775807\t1\t00000000",
+		"p\t0\t1\t0000000", "p\t0\t1\t000000000", "p\t0\t1\tABCDEF01", "p\t0\t1\t-------", "p\t0\t1\t+0000001", "p\t0\t1\t0x000001", "p\t0\t1\t"} {
 		var e Extent
 		if err := e.UnmarshalText([]byte(bad)); err == nil {
 			t.Errorf("%q accepted as %+v", bad, e)
 		}
+	}
+	// The three-field value of a deltafs older than checksums.
+	var e Extent
+	if err := e.UnmarshalText([]byte("/c/a.dfc\t4096\t10")); err == nil || !strings.Contains(err.Error(), "no crc32") {
+		t.Errorf("old xattr value: %v", err)
 	}
 	if (Extent{Path: "p", Offset: 8192}).Aligned() != true || (Extent{Path: "p", Offset: 100}).Aligned() {
 		t.Error("Aligned")
 	}
 }
 
+// TestChecksum: the checksum is zlib's CRC-32 (IEEE); its text form is
+// fixed-width whatever the value, so a manifest's size does not depend on
+// the checksums in it.
+func TestChecksum(t *testing.T) {
+	// zlib.crc32(b"123456789") == 0xcbf43926, the CRC-32 check value.
+	if c := ChecksumOf([]byte("123456789")); c.CRC32() != 0xcbf43926 || c.String() != "cbf43926" || !c.Known() {
+		t.Fatalf("CRC-32 of the check string: %s", c)
+	}
+	for _, c := range []Checksum{{}, NewChecksum(0), NewChecksum(1), NewChecksum(0xffffffff)} {
+		s := c.String()
+		if len(s) != 8 {
+			t.Fatalf("%+v: text %q is not 8 characters", c, s)
+		}
+		got, err := parseChecksum(s)
+		if err != nil || got != c {
+			t.Fatalf("%q: %+v %v", s, got, err)
+		}
+	}
+	if (Checksum{}).Known() || (Checksum{}).String() != "--------" {
+		t.Fatal("the zero Checksum is not unknown")
+	}
+	ext := Extent{Path: "p", Length: 9, Sum: ChecksumOf([]byte("123456789"))}
+	err := verify(ext, 0xcbf43927)
+	var ce *ChecksumError
+	if !errors.Is(err, ErrChecksum) || !errors.As(err, &ce) || ce.Got != NewChecksum(0xcbf43927) || !strings.Contains(err.Error(), "cbf43927") || !strings.Contains(err.Error(), "cbf43926") {
+		t.Fatalf("mismatch: %v", err)
+	}
+	if verify(ext, 0xcbf43926) != nil || verify(Extent{Path: "p", Length: 9}, 42) != nil {
+		t.Fatal("a matching or unknown checksum failed")
+	}
+}
+
 func TestManifestRoundTrip(t *testing.T) {
 	entries := []ManifestEntry{
-		{Sample: "7/000123.png", Extent: Extent{Path: "/c/3f.blk", Offset: 1052672, Length: 2791}},
-		{Sample: "000124.json", Extent: Extent{Path: "/c/3f.blk", Offset: 1056768, Length: 0}},
-		{Sample: "tab\there/new\nline\\x.bin", Extent: Extent{Path: "/c/with space\r.blk", Offset: 0, Length: 4096}},
+		{Sample: "7/000123.png", Extent: Extent{Path: "/c/3f.blk", Offset: 1052672, Length: 2791, Sum: NewChecksum(0xdeadbeef)}},
+		{Sample: "000124.json", Extent: Extent{Path: "/c/3f.blk", Offset: 1056768, Length: 0, Sum: ChecksumOf(nil)}},
+		{Sample: "tab\there/new\nline\\x.bin", Extent: Extent{Path: "/c/with space\r.blk", Offset: 0, Length: 4096, Sum: NewChecksum(7)}},
 		{Sample: "#not-a-comment", Extent: Extent{Path: "rel/a.blk", Offset: 8192, Length: 1}},
 	}
 	var buf bytes.Buffer
 	if err := WriteManifest(&buf, entries); err != nil {
 		t.Fatal(err)
 	}
-	want := "sample\tpath\toffset\tlength\n" +
-		"7/000123.png\t/c/3f.blk\t1052672\t2791\n" +
-		"000124.json\t/c/3f.blk\t1056768\t0\n" +
-		`tab\there/new\nline\\x.bin` + "\t/c/with space\\r.blk\t0\t4096\n" +
-		"#not-a-comment\trel/a.blk\t8192\t1\n"
+	header := "sample\tpath\toffset\tlength\tcrc32\n"
+	want := header +
+		"7/000123.png\t/c/3f.blk\t1052672\t2791\tdeadbeef\n" +
+		"000124.json\t/c/3f.blk\t1056768\t0\t00000000\n" +
+		`tab\there/new\nline\\x.bin` + "\t/c/with space\\r.blk\t0\t4096\t00000007\n" +
+		"#not-a-comment\trel/a.blk\t8192\t1\t--------\n"
 	if buf.String() != want {
 		t.Fatalf("written:\n%s\nwant:\n%s", buf.String(), want)
 	}
@@ -65,14 +109,15 @@ func TestManifestRoundTrip(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(got, entries) {
 		t.Fatalf("parsed %+v, %v", got, err)
 	}
-	// No header, CRLF, blank lines, no final newline.
-	crlf := strings.ReplaceAll(strings.TrimPrefix(want, "sample\tpath\toffset\tlength\n"), "\n", "\r\n")
-	crlf = "\r\n" + strings.TrimSuffix(crlf, "\r\n")
+	// CRLF, blank lines, no final newline.
+	crlf := strings.ReplaceAll(want, "\n", "\r\n")
+	crlf = strings.Replace(crlf, "\r\n", "\r\n\r\n", 2)
+	crlf = strings.TrimSuffix(crlf, "\r\n")
 	if got, err := ParseManifest(strings.NewReader(crlf)); err != nil || !reflect.DeepEqual(got, entries) {
 		t.Fatalf("CRLF variant: %+v, %v", got, err)
 	}
-	if got, err := ParseManifest(strings.NewReader("")); err != nil || len(got) != 0 {
-		t.Fatalf("empty: %v %v", got, err)
+	if got, err := ParseManifest(strings.NewReader(header)); err != nil || len(got) != 0 {
+		t.Fatalf("no entries: %v %v", got, err)
 	}
 
 	// ReadManifestFile resolves relative cache paths against its directory.
@@ -94,19 +139,30 @@ func TestManifestRoundTrip(t *testing.T) {
 }
 
 func TestManifestErrors(t *testing.T) {
+	h := "sample\tpath\toffset\tlength\tcrc32\n"
 	for _, c := range []struct{ in, msg string }{
-		{"sample\tpath\toffset\tlength\na\tp\t1\n", "line 2: want 4"},
-		{"a\tp\t1\t2\nb\tp\tx\t2\n", "line 2: sample \"b\": offset"},
-		{"a\tp\t1\t-2\n", "line 1: sample \"a\": extent p: negative length"},
-		{"\tp\t1\t2\n", "line 1: empty sample path"},
-		{"a\t\t1\t2\n", "empty path"},
-		{`a\z` + "\tp\t1\t2\n", `line 1: sample: unknown escape \z`},
-		{"x\tp\t0\t1\nsample\tpath\toffset\tlength\n", "line 2: sample \"sample\": offset"},
+		{h + "a\tp\t1\t2\n", "line 2: want 5"},
+		{h + "a\tp\t1\t2\t00000000\nb\tp\tx\t2\t00000000\n", "line 3: sample \"b\": offset"},
+		{h + "a\tp\t1\t-2\t00000000\n", "line 2: sample \"a\": extent p: negative length"},
+		{h + "\tp\t1\t2\t00000000\n", "line 2: empty sample path"},
+		{h + "a\t\t1\t2\t00000000\n", "empty path"},
+		{h + `a\z` + "\tp\t1\t2\t00000000\n", `line 2: sample: unknown escape \z`},
+		{h + "a\tp\t0\t1\tBADF00D0\n", `line 2: sample "a": crc32 "BADF00D0"`},
+		{h + "x\tp\t0\t1\t00000000\n" + h, `line 3: sample "sample": offset`},
+		// No header: not a manifest, whatever follows.
+		{"a\tp\t1\t2\t00000000\n", "not an extent manifest"},
+		{"", "empty manifest"},
+		{"\n" + h, "not an extent manifest"},
 	} {
 		_, err := ParseManifest(strings.NewReader(c.in))
 		if err == nil || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%q: %v, want %q", c.in, err, c.msg)
 		}
+	}
+	// The format before checksums is refused by name.
+	old := "sample\tpath\toffset\tlength\n7/1.png\t/c/a.blk\t4096\t10\n"
+	if _, err := ParseManifest(strings.NewReader(old)); !errors.Is(err, ErrOldManifest) || !strings.Contains(err.Error(), "remount") {
+		t.Errorf("old format: %v", err)
 	}
 	var buf bytes.Buffer
 	err := WriteManifest(&buf, []ManifestEntry{{Sample: "ok", Extent: Extent{Path: "p", Length: 1}}, {Sample: "", Extent: Extent{Path: "p"}}})
@@ -130,8 +186,9 @@ func TestPackOffsets(t *testing.T) {
 // FuzzParseManifest: whatever parses must write back and parse to the
 // same entries.
 func FuzzParseManifest(f *testing.F) {
+	f.Add("sample\tpath\toffset\tlength\tcrc32\n7/1.png\t/c/a.blk\t4096\t10\t0badf00d\n")
+	f.Add("sample\tpath\toffset\tlength\tcrc32\r\na\\tb\t/c\\\\d\t0\t0\t--------\r\n\nx\ty\t1\t2\t00000000")
 	f.Add("sample\tpath\toffset\tlength\n7/1.png\t/c/a.blk\t4096\t10\n")
-	f.Add("a\\tb\t/c\\\\d\t0\t0\r\n\nx\ty\t1\t2")
 	f.Fuzz(func(t *testing.T, in string) {
 		entries, err := ParseManifest(strings.NewReader(in))
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"log/slog"
 	"os"
@@ -450,6 +451,11 @@ type Result struct {
 	Path   Path  // the path that moved the bytes
 	Bytes  int64 // bytes read
 	Direct bool  // the cache file was opened with O_DIRECT
+	// Corrupt: a first read of the sample's cache entry failed its
+	// checksum or ended early, and these bytes come from a second read
+	// (after re-materialising) or from the mount. Only the shard and
+	// sample readers retry; ReadExtent and ReadBatch return the error.
+	Corrupt bool
 }
 
 // ReadExtent reads ext into the start of dst.
@@ -457,12 +463,16 @@ type Result struct {
 // A cache file can be evicted between the producer's Locate and this read:
 // the error then satisfies errors.Is(err, fs.ErrNotExist), and the caller
 // should treat the sample as a cache miss (read it through the mount). A
-// file shorter than the extent is io.ErrUnexpectedEOF.
+// file shorter than the extent is io.ErrUnexpectedEOF. When ext carries a
+// checksum, the bytes read are verified against it (see Checksum; on the
+// GDS and compat paths, as they reach the device): a mismatch is a
+// *ChecksumError (errors.Is(err, ErrChecksum)), and the destination then
+// holds the wrong bytes, which the caller must not use.
 func (r *Reader) ReadExtent(ctx context.Context, ext Extent, dst DeviceBuffer) (Result, error) {
 	return r.ReadExtentAt(ctx, ext, dst, 0)
 }
 
-// ReadExtentAt reads ext into dst at byte offset off.
+// ReadExtentAt reads ext into dst at byte offset off, as ReadExtent.
 func (r *Reader) ReadExtentAt(ctx context.Context, ext Extent, dst DeviceBuffer, off int64) (Result, error) {
 	if err := r.acquire(); err != nil {
 		return Result{}, err
@@ -473,7 +483,11 @@ func (r *Reader) ReadExtentAt(ctx context.Context, ext Extent, dst DeviceBuffer,
 		return Result{}, err
 	}
 	defer fs.close()
-	return r.readOne(ctx, fs, ext, dst, off, false)
+	res, err := r.readOne(ctx, fs, ext, dst, off, false)
+	if errors.Is(err, ErrChecksum) {
+		err = fmt.Errorf("gds: %s: %w", ext, err)
+	}
+	return res, err
 }
 
 // BatchResult reports a ReadBatch.
@@ -519,8 +533,12 @@ func (r *Reader) BatchLayout(exts []Extent) (offsets []int64, size int64) {
 // ReadBatch reads a batch of extents (typically the samples of one shard's
 // batch) into one destination, extent i at BatchLayout's offsets[i], with
 // up to Options.Parallelism reads in flight. Each cache file is opened and
-// registered with cuFile once per batch. The first error stops the batch
-// and is returned wrapped with the extent's index (errors as ReadExtent's).
+// registered with cuFile once per batch. Extents that carry a checksum
+// are verified as by ReadExtent. The first error stops the batch and is
+// returned wrapped with the extent's index (errors as ReadExtent's); the
+// destination's contents are then unspecified. OpenShard and
+// Reader.ReadSamples handle misses (eviction, corruption) for a mounted
+// shard.
 //
 // On the GDS path, with BatchAlign a multiple of 4 KiB, an extent at a
 // 4 KiB-aligned file offset is read rounded up to whole 4 KiB blocks, into
@@ -545,46 +563,72 @@ func (r *Reader) ReadBatch(ctx context.Context, exts []Extent, dst DeviceBuffer)
 	}
 	defer fs.close()
 
-	pad := r.opts.BatchAlign%Alignment == 0
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var (
-		next     atomic.Int64
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-	)
-	workers := min(r.opts.Parallelism, len(exts))
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= len(exts) || ctx.Err() != nil {
-					return
-				}
-				rr, err := r.readOne(ctx, fs, exts[i], dst, offsets[i], pad)
-				res.Results[i] = rr
-				if err != nil {
-					errOnce.Do(func() { firstErr = fmt.Errorf("extent %d (%s): %w", i, exts[i], err) })
-					cancel()
-					return
-				}
-			}
-		}()
+	idx := make([]int, len(exts))
+	for i := range idx {
+		idx[i] = i
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return res, firstErr
-	}
-	if err := ctx.Err(); err != nil { // the caller's: cancel runs only on an error
+	if _, err := r.readAll(ctx, fs, exts, idx, dst, offsets, res.Results, nil); err != nil {
 		return res, err
 	}
 	for _, rr := range res.Results {
 		res.Bytes += rr.Bytes
 	}
 	return res, nil
+}
+
+// readAll reads exts[i] into dst at offsets[i] for each i in idx, with up
+// to Options.Parallelism reads in flight, filling results[i]. An error for
+// which keep returns true is recorded in errs[i] and the others go on; any
+// other error stops them all and is returned wrapped with the extent's
+// index. Call with r.mu held.
+func (r *Reader) readAll(ctx context.Context, fs *fileSet, exts []Extent, idx []int, dst DeviceBuffer, offsets []int64, results []Result, keep func(error) bool) (errs map[int]error, err error) {
+	pad := r.opts.BatchAlign%Alignment == 0
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	errs = map[int]error{}
+	workers := min(r.opts.Parallelism, len(idx))
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				j := int(next.Add(1) - 1)
+				if j >= len(idx) || ctx.Err() != nil {
+					return
+				}
+				i := idx[j]
+				rr, err := r.readOne(ctx, fs, exts[i], dst, offsets[i], pad)
+				results[i] = rr
+				if err == nil {
+					continue
+				}
+				mu.Lock()
+				if keep != nil && keep(err) {
+					errs[i] = err
+					mu.Unlock()
+					continue
+				}
+				if firstErr == nil {
+					firstErr = fmt.Errorf("extent %d (%s): %w", i, exts[i], err)
+				}
+				mu.Unlock()
+				cancel()
+				return
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return errs, firstErr
+	}
+	// The caller's context: cancel runs only on an error.
+	return errs, ctx.Err()
 }
 
 // fileSet holds the cache files one call has opened (and registered with
@@ -704,24 +748,36 @@ func (r *Reader) readOne(ctx context.Context, fs *fileSet, ext Extent, dst Devic
 		return res, err
 	}
 	if ext.Length == 0 {
-		return res, nil
+		return res, verify(ext, 0)
 	}
 	c, err := fs.get(ext.Path)
 	if err != nil {
 		return res, err
 	}
 	res.Path, res.Direct = c.path, c.direct
+	var sum uint32
 	switch c.path {
 	case PathHost:
-		err = readHost(ctx, c.f, ext, dst.HostBytes()[off:off+ext.Length])
+		b := dst.HostBytes()[off : off+ext.Length]
+		if err = readHost(ctx, c.f, ext, b); err == nil && ext.Sum.Known() {
+			sum = crc32.ChecksumIEEE(b)
+		}
 	case PathCompat:
-		err = r.readCompat(ctx, c.f, ext, dst.DevicePtr()+uintptr(off))
+		sum, err = r.readCompat(ctx, c.f, ext, dst.DevicePtr()+uintptr(off))
 	default:
 		span := ext.Length
 		if p := roundUp(ext.Length, Alignment); pad && ext.Aligned() && off%Alignment == 0 && p <= dst.Len()-off {
 			span = p
 		}
 		err = r.readGDS(ctx, c, ext, span, dst.DevicePtr(), off)
+		if err == nil && ext.Sum.Known() {
+			// The bytes are checked where they landed: copied back from
+			// the device (see the package doc, "Checksums").
+			sum, err = r.deviceCRC(ctx, dst.DevicePtr()+uintptr(off), ext.Length)
+		}
+	}
+	if err == nil {
+		err = verify(ext, sum)
 	}
 	if err == nil {
 		res.Bytes = ext.Length
@@ -759,30 +815,62 @@ func readHost(ctx context.Context, f *os.File, ext Extent, b []byte) error {
 	return nil
 }
 
-func (r *Reader) readCompat(ctx context.Context, f *os.File, ext Extent, dev uintptr) error {
+// readCompat reads ext through a host staging buffer into the device at
+// dev and returns the CRC-32 of the bytes it copied there.
+func (r *Reader) readCompat(ctx context.Context, f *os.File, ext Extent, dev uintptr) (uint32, error) {
 	sp := stagePool.Get().(*[]byte)
 	defer stagePool.Put(sp)
 	stage := *sp
+	var sum uint32
 	for done := int64(0); done < ext.Length; {
 		if err := ctx.Err(); err != nil {
-			return err
+			return 0, err
 		}
 		k := min(ext.Length-done, int64(len(stage)))
 		if err := preadFull(f, stage[:k], ext, done); err != nil {
-			return err
+			return 0, err
 		}
 		unbind, err := r.bind()
 		if err != nil {
-			return err
+			return 0, err
 		}
 		rc := r.cuda.memcpyHtoD(dev+uintptr(done), unsafe.Pointer(&stage[0]), uintptr(k))
 		unbind()
 		if err := r.cuda.check("cuMemcpyHtoD_v2", rc); err != nil {
-			return err
+			return 0, err
 		}
+		sum = crc32.Update(sum, crc32.IEEETable, stage[:k])
 		done += k
 	}
-	return nil
+	return sum, nil
+}
+
+// deviceCRC copies n bytes of device memory at dev back to host memory,
+// through a staging buffer, and returns their CRC-32. It is how the GDS
+// path verifies what cuFile put on the device.
+func (r *Reader) deviceCRC(ctx context.Context, dev uintptr, n int64) (uint32, error) {
+	sp := stagePool.Get().(*[]byte)
+	defer stagePool.Put(sp)
+	stage := *sp
+	var sum uint32
+	for done := int64(0); done < n; {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
+		k := min(n-done, int64(len(stage)))
+		unbind, err := r.bind()
+		if err != nil {
+			return 0, err
+		}
+		rc := r.cuda.memcpyDtoH(unsafe.Pointer(&stage[0]), dev+uintptr(done), uintptr(k))
+		unbind()
+		if err := r.cuda.check("cuMemcpyDtoH_v2", rc); err != nil {
+			return 0, err
+		}
+		sum = crc32.Update(sum, crc32.IEEETable, stage[:k])
+		done += k
+	}
+	return sum, nil
 }
 
 // readGDS reads with cuFileRead into the buffer at base, at buffer offset

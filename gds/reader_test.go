@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -633,5 +634,147 @@ func TestParseMode(t *testing.T) {
 	}
 	if _, err := ParseMode("fast"); err == nil {
 		t.Error("bad mode accepted")
+	}
+}
+
+// TestChecksumEveryPath: a byte flipped in a cache file after the extents
+// were taken is caught on every path, where the bytes landed: ReadBatch and
+// ReadExtent return a *ChecksumError naming the extent; on the GDS path the
+// check copies the sample back from the device.
+func TestChecksumEveryPath(t *testing.T) {
+	for _, mode := range []Mode{ModeGDS, ModeCompat, ModeHost} {
+		t.Run(mode.String(), func(t *testing.T) {
+			f := fakes(t)
+			r := newReader(t, f.opts(mode))
+			l := newCacheLayout(t, 2, 30)
+			_, size := r.BatchLayout(l.exts)
+			buf := alloc(t, r, size)
+			res, err := r.ReadBatch(context.Background(), l.exts, buf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.check(t, r, buf, res.Offsets)
+			if mode == ModeGDS && f.cudaStat("dtoh") < int64(len(l.exts)) {
+				t.Fatalf("%d device-to-host copies for %d samples: the GDS path did not check what cuFile read", f.cudaStat("dtoh"), len(l.exts))
+			}
+			bad := l.exts[17]
+			flip(t, bad.Path, bad.Offset+bad.Length-1)
+			_, err = r.ReadBatch(context.Background(), l.exts, buf)
+			var ce *ChecksumError
+			if !errors.Is(err, ErrChecksum) || !errors.As(err, &ce) || ce.Extent != bad || !strings.HasPrefix(err.Error(), "extent 17 (") {
+				t.Fatalf("batch with a flipped byte: %v", err)
+			}
+			if _, err := r.ReadExtent(context.Background(), bad, buf); !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), bad.Sum.String()) {
+				t.Fatalf("ReadExtent of the flipped sample: %v", err)
+			}
+			// Without a checksum nothing is verified: the caller's choice.
+			raw := bad
+			raw.Sum = Checksum{}
+			if _, err := r.ReadExtent(context.Background(), raw, buf); err != nil {
+				t.Fatalf("extent without a checksum: %v", err)
+			}
+			// An empty extent with a checksum that is not the empty one's.
+			if _, err := r.ReadExtent(context.Background(), Extent{Path: "/nonexistent", Sum: NewChecksum(1)}, buf); !errors.Is(err, ErrChecksum) {
+				t.Fatalf("empty extent, wrong checksum: %v", err)
+			}
+		})
+	}
+}
+
+// staticShard writes a shard directory by hand: the layout's cache files,
+// a manifest naming them, and sample files holding the true bytes, as the
+// mount would. Its manifest does not change when read again, so a
+// re-read cannot cure anything: what misses twice comes from the sample
+// files.
+func staticShard(t *testing.T, l *cacheLayout) (dir string, names []string) {
+	t.Helper()
+	dir = filepath.Dir(l.exts[0].Path)
+	var entries []ManifestEntry
+	for i, e := range l.exts {
+		name := fmt.Sprintf("%03d.bin", i)
+		entries = append(entries, ManifestEntry{Sample: name, Extent: e})
+		names = append(names, name)
+		if err := os.WriteFile(filepath.Join(dir, name), l.want[i], 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var m bytes.Buffer
+	if err := WriteManifest(&m, entries); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ManifestName), m.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, names
+}
+
+// TestReadSamplesNeverWrong: a corrupt entry that reading the manifest
+// again does not cure is read from its sample file, and counted; a sample
+// file that fails the checksum too is an error, never the bytes.
+func TestReadSamplesNeverWrong(t *testing.T) {
+	f := fakes(t)
+	r := newReader(t, f.opts(ModeGDS))
+	l := newCacheLayout(t, 2, 20)
+	dir, names := staticShard(t, l)
+	s, err := OpenShard(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := l.exts[5]
+	flip(t, bad.Path, bad.Offset)
+	_, size := r.BatchLayout(l.exts)
+	buf := alloc(t, r, size)
+	res, err := r.ReadSamples(context.Background(), s, nil, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.check(t, r, buf, res.Offsets)
+	if res.Corrupt != 1 || res.FromMount != 1 || !res.Results[5].Corrupt || res.Results[5].Path != PathCompat {
+		t.Fatalf("%d corrupt, %d from the mount, result 5 %+v", res.Corrupt, res.FromMount, res.Results[5])
+	}
+	one, err := r.ReadSampleExtent(context.Background(), filepath.Join(dir, names[5]), s.entries[5].Extent, buf)
+	got := make([]byte, bad.Length)
+	if err == nil {
+		err = r.CopyToHost(got, buf, 0)
+	}
+	if err != nil || !one.Corrupt || one.Path != PathCompat || !bytes.Equal(got, l.want[5]) {
+		t.Fatalf("ReadSampleExtent: %+v %v, bytes equal %v", one, err, bytes.Equal(got, l.want[5]))
+	}
+
+	// The sample file is wrong too: no true bytes anywhere.
+	if err := os.WriteFile(filepath.Join(dir, names[5]), make([]byte, bad.Length), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReadSamples(context.Background(), s, nil, buf); !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), "sample "+names[5]+": ") || !strings.Contains(err.Error(), "through the mount") {
+		t.Fatalf("ReadSamples with no true bytes: %v", err)
+	}
+	if _, err := r.ReadSampleExtent(context.Background(), filepath.Join(dir, names[5]), s.entries[5].Extent, buf); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("ReadSampleExtent with no true bytes: %v", err)
+	}
+
+	// A manifest line without a checksum: read from the sample file, not
+	// the cache, and not counted corrupt.
+	nosum := l.exts[7]
+	if err := os.WriteFile(filepath.Join(dir, names[5]), l.want[5], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s.entries[7].Sum = Checksum{}
+	var m bytes.Buffer
+	if err := WriteManifest(&m, s.entries); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ManifestName), m.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.ReadSamples(context.Background(), s, []string{names[7]}, buf)
+	got = make([]byte, nosum.Length)
+	if err == nil {
+		err = r.CopyToHost(got, buf, 0)
+	}
+	if err != nil || res.FromMount != 1 || res.Corrupt != 0 || !bytes.Equal(got, l.want[7]) {
+		t.Fatalf("no checksum: %+v %v", res, err)
 	}
 }

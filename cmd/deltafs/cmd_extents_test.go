@@ -79,6 +79,9 @@ func checkManifest(t *testing.T, sd, cacheDir string, want map[string][]byte) []
 		if got := preadExtent(t, cacheDir, e.Extent); !bytes.Equal(got, w) {
 			t.Fatalf("%s: extent %s holds %d bytes that differ from the sample file's %d", e.Sample, e.Extent, len(got), len(w))
 		}
+		if e.Sum != gds.ChecksumOf(w) {
+			t.Fatalf("%s: manifest checksum %s, the sample file's CRC-32 is %s", e.Sample, e.Sum, gds.ChecksumOf(w))
+		}
 	}
 	return entries
 }
@@ -110,6 +113,9 @@ func checkXattrs(t *testing.T, sd, cacheDir string, want map[string][]byte) map[
 		}
 		if got := preadExtent(t, cacheDir, e); !bytes.Equal(got, w) {
 			t.Fatalf("%s: xattr extent %s holds bytes that differ from the sample file", p, e)
+		}
+		if e.Sum != gds.ChecksumOf(w) {
+			t.Fatalf("%s: xattr checksum %s, the sample file's CRC-32 is %s", p, e.Sum, gds.ChecksumOf(w))
 		}
 		out[p] = e
 	}
@@ -395,6 +401,9 @@ func TestMountExtentsUnreadableFile(t *testing.T) {
 		if _, err := os.Stat(e.Path); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%s (vanished data file): cache file %v", e.Sample, err)
 		}
+		if e.Sum.Known() {
+			t.Fatalf("%s (vanished data file): checksum %s, want unknown", e.Sample, e.Sum)
+		}
 		if _, err := os.ReadFile(filepath.Join(sd, e.Sample)); !errors.Is(err, syscall.EIO) {
 			t.Fatalf("%s (vanished data file): read %v, want EIO", e.Sample, err)
 		}
@@ -438,5 +447,149 @@ func TestMountXattrsNeedDiskCache(t *testing.T) {
 	}
 	if mounttest.Mounted(mnt) {
 		t.Fatal("mounted anyway")
+	}
+}
+
+// flipByte inverts the byte at off of the file at p, in place.
+func flipByte(t *testing.T, p string, off int64) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+	b[0] ^= 0xff
+	if _, err := f.WriteAt(b, off); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// damageEntries damages three kinds of cache entries of a manifest's
+// samples behind the mount's back: a flipped payload byte, a truncated
+// file, and two entries' files swapped (equal lengths: only the checksum,
+// or the entry's key, can tell). It returns the damaged samples.
+func damageEntries(t *testing.T, entries []gds.ManifestEntry) []string {
+	t.Helper()
+	flip, cut, a, b := entries[0], entries[1], entries[2], entries[3]
+	flipByte(t, flip.Path, flip.Offset+flip.Length/2)
+	if err := os.Truncate(cut.Path, cut.Offset+cut.Length/2); err != nil {
+		t.Fatal(err)
+	}
+	if a.Length != b.Length {
+		t.Fatalf("swap needs equal lengths: %d, %d", a.Length, b.Length)
+	}
+	for _, mv := range [][2]string{{a.Path, a.Path + ".swap"}, {b.Path, a.Path}, {a.Path + ".swap", b.Path}} {
+		if err := os.Rename(mv[0], mv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []string{flip.Sample, cut.Sample, a.Sample, b.Sample}
+}
+
+// TestMountExtentsCorruptEntries: cache entries damaged after a shard's
+// _extents.tsv was read (a flipped payload byte, a truncation, two files
+// swapped) are caught by readers and repaired by the mount:
+//   - a gds.Reader (host path) reading the shard through the manifest it
+//     read before the damage returns exactly the sample files' bytes,
+//     counting the four damaged samples as corrupt and none from the mount;
+//   - its read of the manifest again made the mount drop and rewrite them
+//     (the mount log names the dropped entries), so the manifest's
+//     extents hold the true bytes and its checksums are their CRC-32;
+//   - the xattr of a sample whose entry is damaged rewrites it too, and a
+//     sample read through an extent taken before the damage is right;
+//   - _extents.tsv is as long as stat said at lookup, and a first read
+//     at an offset other than 0 serves materialised lines, not the
+//     lookup-time shape with unknown checksums.
+func TestMountExtentsCorruptEntries(t *testing.T) {
+	bin := mounttest.Binary(t)
+	table := importDigits(t, bin, readMNIST(t)[:120], 60)
+	cacheDir := t.TempDir()
+	m := mounttest.Start(t, bin, table, "--image", "28x28", "--shards", "2", "--cache-dir", cacheDir, "--xattrs")
+	sd := filepath.Join(m.Dir, "version", "0", "shard", "1")
+	want := readSamples(t, sd)
+
+	// A first read at offset 1000 of a manifest never read: materialised.
+	mp := filepath.Join(sd, gds.ManifestName)
+	fi, err := os.Stat(mp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := unix.Open(mp, unix.O_RDONLY|unix.O_DIRECT, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tail := make([]byte, fi.Size())
+	n, err := unix.Pread(fd, tail, 1000)
+	unix.Close(fd)
+	if err != nil || int64(n) != fi.Size()-1000 {
+		t.Fatalf("pread at 1000: %d %v (size %d)", n, err, fi.Size())
+	}
+	if bytes.Contains(tail[:n], []byte("--------")) {
+		t.Fatalf("a first read at offset 1000 served unknown checksums:\n%s", tail[:n])
+	}
+	before := checkManifest(t, sd, cacheRoot(cacheDir), want)
+	full, err := os.ReadFile(mp)
+	if err != nil || int64(len(full)) != fi.Size() || !bytes.Equal(full[1000:], tail[:n]) {
+		t.Fatalf("manifest: %d bytes (stat at lookup: %d), tail equal %v, %v", len(full), fi.Size(), bytes.Equal(full[1000:], tail[:n]), err)
+	}
+
+	r, err := gds.NewReader(gds.Options{Mode: gds.ModeHost})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	s, err := gds.OpenShard(sd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := damageEntries(t, before)
+	names := s.Samples()
+	exts, _ := s.Extents(nil)
+	_, size := r.BatchLayout(exts)
+	dst := make(gds.HostBuffer, size)
+	res, err := r.ReadSamples(t.Context(), s, nil, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range names {
+		if got := dst[res.Offsets[i] : res.Offsets[i]+exts[i].Length]; !bytes.Equal(got, want[name]) {
+			t.Fatalf("%s: ReadSamples returned bytes that differ from the sample file", name)
+		}
+	}
+	if res.Corrupt != len(bad) || res.FromMount != 0 {
+		t.Fatalf("%d corrupt, %d from the mount; want %d corrupt, re-materialised", res.Corrupt, res.FromMount, len(bad))
+	}
+	after := checkManifest(t, sd, cacheRoot(cacheDir), want)
+	if fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatal("extents moved after re-materialisation")
+	}
+	deadline := time.Now().Add(5 * time.Second) // the log comes through a pipe
+	for log := m.Log(); strings.Count(log, "dropping corrupt entry") < 2 || !strings.Contains(log, "entry holds another key"); log = m.Log() {
+		if time.Now().After(deadline) {
+			t.Fatalf("mount log does not report the flipped, truncated and swapped entries:\n%s", log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// The xattr: its getxattr verifies the entry and rewrites it.
+	one := after[5]
+	flipByte(t, one.Path, one.Offset)
+	if e, err := xattrExtent(filepath.Join(sd, one.Sample)); err != nil || e != one.Extent {
+		t.Fatalf("xattr after damage: %s %v, want %s", e, err, one.Extent)
+	}
+	if !bytes.Equal(preadExtent(t, cacheRoot(cacheDir), one.Extent), want[one.Sample]) {
+		t.Fatal("getxattr did not rewrite the damaged entry")
+	}
+	// An extent taken before the damage: the reader gets the true bytes.
+	two := after[6]
+	flipByte(t, two.Path, two.Offset+two.Length-1)
+	buf := make(gds.HostBuffer, two.Length)
+	got, err := r.ReadSampleExtent(t.Context(), filepath.Join(sd, two.Sample), two.Extent, buf)
+	if err != nil || !got.Corrupt || !bytes.Equal(buf, want[two.Sample]) {
+		t.Fatalf("ReadSampleExtent after damage: %+v %v, bytes equal %v", got, err, bytes.Equal(buf, want[two.Sample]))
 	}
 }

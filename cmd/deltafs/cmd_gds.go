@@ -312,6 +312,10 @@ func newGDSBenchCmd() *cobra.Command {
 and report GB/s and samples/s for both. The samples are the extents of a shard's
 _extents.tsv (--manifest), or every regular file under --dir.
 
+Samples of a manifest are verified against their CRC-32 on every path, inside the
+timed reads (on the gds path by copying each sample back from the GPU); a mismatch
+(a damaged cache file) fails the run with the extent it is in.
+
 Exit status: 0 on success, 1 on any error, 2 on bad usage.`,
 		Args: gdsNoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -183,7 +183,7 @@ func benchFiles(t *testing.T, n int) (dir, manifest string) {
 		off := (int64(len(cache)) + gds.Alignment - 1) / gds.Alignment * gds.Alignment
 		cache = append(cache, make([]byte, off-int64(len(cache)))...)
 		cache = append(cache, b...)
-		entries = append(entries, gds.ManifestEntry{Sample: filepath.Base(name), Extent: gds.Extent{Path: "cache.blk", Offset: off, Length: int64(len(b))}})
+		entries = append(entries, gds.ManifestEntry{Sample: filepath.Base(name), Extent: gds.Extent{Path: "cache.blk", Offset: off, Length: int64(len(b)), Sum: gds.ChecksumOf(b)}})
 	}
 	if err := os.WriteFile(filepath.Join(cacheDir, "cache.blk"), cache, 0o644); err != nil {
 		t.Fatal(err)
@@ -235,6 +235,33 @@ func TestGDSBench(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("--manifest output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestGDSBenchCorruptEntry: a byte flipped in the manifest's cache file
+// fails the bench, by the cuFile path (fake libraries) and by plain pread,
+// with one line naming the extent and the checksums: it never measures
+// (or verifies as right) bytes that are not the samples'.
+func TestGDSBenchCorruptEntry(t *testing.T) {
+	_, manifest := benchFiles(t, 40)
+	entries, err := gds.ReadManifestFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := entries[23]
+	flipByte(t, bad.Path, bad.Offset+bad.Length/2)
+	cufile, cuda := buildFakeLibs(t)
+	env := []string{gds.EnvCuFileLib + "=" + cufile, gds.EnvCUDALib + "=" + cuda}
+	for _, mode := range []string{"gds", "host"} {
+		out, errOut, code := runDeltafs(t, env, "gds", "bench", "--manifest", manifest, "--mode", mode, "--batch", "8", "--verify")
+		line := strings.TrimRight(errOut, "\n")
+		if code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, "checksum mismatch") || !strings.Contains(line, bad.Sum.String()) || !strings.Contains(line, bad.Path) {
+			t.Errorf("--mode %s: exit %d, stderr %q, stdout:\n%s", mode, code, errOut, out)
+		}
+		if strings.Contains(out, "verified: every sample") {
+			t.Errorf("--mode %s: reported as verified:\n%s", mode, out)
+		}
+		t.Logf("--mode %s: %s", mode, line)
 	}
 }
 
