@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
@@ -85,6 +86,20 @@ func (h *health) check() error {
 		return nil
 	}
 	return &unreachableError{endpoint: h.endpointName(), since: h.downSince, cause: h.cause, every: h.s.opts.ProbeInterval}
+}
+
+// healthRetryer is the SDK's retryer: it gives up instead of waiting for
+// another attempt once the endpoint is down.
+type healthRetryer struct {
+	*retry.Standard
+	h *health
+}
+
+func (r healthRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
+	if herr := r.h.check(); herr != nil {
+		return 0, herr
+	}
+	return r.Standard.RetryDelay(attempt, err)
 }
 
 // sending records the endpoint a request goes to, for messages.

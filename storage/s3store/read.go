@@ -236,8 +236,12 @@ func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *p
 // noSDKRetry makes the SDK send a request once; get retries itself.
 func noSDKRetry(o *s3.Options) { o.Retryer = retry.AddWithMaxAttempts(o.Retryer, 1) }
 
-// sleep waits the retryer's jittered exponential delay before attempt+1.
+// sleep waits the retryer's jittered exponential delay before attempt+1,
+// or fails at once when the endpoint is down.
 func (s *Store) sleep(ctx context.Context, attempt int, err error) error {
+	if herr := s.health.check(); herr != nil {
+		return herr
+	}
 	d, derr := s.retryer.RetryDelay(attempt, err)
 	if derr != nil {
 		d = s.opts.MaxBackoff

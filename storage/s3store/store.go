@@ -269,7 +269,7 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 			so.BaseEndpoint = aws.String(o.Endpoint)
 		}
 		so.UsePathStyle = o.PathStyle
-		so.Retryer = s.retryer // retries are logged by httpClient.Do
+		so.Retryer = healthRetryer{s.retryer, &s.health} // retries are logged by httpClient.Do
 		so.HTTPClient = hc
 		so.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
