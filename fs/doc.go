@@ -84,9 +84,12 @@
 //
 // # Errors
 //
-// errnoFor maps: an interrupted request (its own context done) to EINTR, a
-// storage timeout after retries to EIO, unknown names to ENOENT,
-// everything else to EIO with a log line naming the operation and path (a
-// vacuumed data file, a row of the wrong size, an unreadable page). A data
-// file that cannot be read fails only its own samples.
+// errnoFor maps: an interrupted request (its own context done) to EINTR,
+// unknown names to ENOENT, the few errnos produced on purpose below fs (its
+// deliberate list: ENODATA for a sample without an extent) to themselves,
+// and everything else to EIO with a log line naming the operation and path
+// (a vacuumed data file, a row of the wrong size, an unreadable page, a
+// storage timeout after retries, an unreachable S3 endpoint) — whatever
+// errno the error carries inside (ECONNREFUSED and friends never reach the
+// kernel). A data file that cannot be read fails only its own samples.
 package fs

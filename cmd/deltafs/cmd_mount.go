@@ -159,6 +159,10 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	}
 	stopPoll()
 	slog.Info("unmounting", "mountpoint", mnt)
+	// Requests waiting on storage (a dead or stalled S3 endpoint) fail now
+	// rather than after their retries: the unmount waits for every request
+	// in flight.
+	stk.closeStorage()
 	for attempt := 0; ; attempt++ {
 		err := server.Unmount()
 		if err == nil {

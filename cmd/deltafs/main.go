@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -43,10 +44,14 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 			return usageError{fmt.Errorf("--log-level: %w", err)}
 		}
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
-		if s3Retries < 0 || global.storage.S3.Timeout < 0 {
-			return usageError{errors.New("--s3-retries and --s3-timeout must not be negative")}
+		if s3Retries < 0 || global.storage.S3.Timeout < 0 || s3DownAfter < 0 {
+			return usageError{errors.New("--s3-retries, --s3-timeout and --s3-down-after must not be negative")}
 		}
 		global.storage.S3.MaxAttempts = s3Retries + 1
+		global.storage.S3.DownAfter = s3DownAfter
+		if s3DownAfter == 0 {
+			global.storage.S3.DownAfter = -1 // never
+		}
 		return nil
 	},
 }
@@ -60,11 +65,16 @@ func init() {
 	pf.BoolVar(&global.storage.S3.Anonymous, "s3-anonymous", false, "send unsigned S3 requests (public buckets)")
 	pf.DurationVar(&global.storage.S3.Timeout, "s3-timeout", s3store.DefaultRequestTimeout, "S3: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
 	pf.IntVar(&s3Retries, "s3-retries", s3store.DefaultMaxAttempts-1, "S3: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
+	pf.DurationVar(&s3DownAfter, "s3-down-after", s3store.DefaultDownAfter, "S3: once requests have failed to reach the endpoint for this long (refused, reset, no answer), fail them at once, without retries, until it answers again (probed every 5s); 0: never")
 	rootCmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 }
 
-// s3Retries is --s3-retries (global.storage.S3.MaxAttempts minus one).
-var s3Retries int
+// s3Retries is --s3-retries (global.storage.S3.MaxAttempts minus one);
+// s3DownAfter is --s3-down-after (0, never, is DownAfter -1).
+var (
+	s3Retries   int
+	s3DownAfter time.Duration
+)
 
 // usageError marks errors in how the command was called (exit status 2).
 type usageError struct{ error }

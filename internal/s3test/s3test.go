@@ -1,8 +1,9 @@
 // Package s3test runs S3-compatible servers on 127.0.0.1 for tests: gofakes3
 // in process (fast, no signature checks), moto_server as a child process (a
-// second opinion that checks SigV4; slow GETs), and Toxiproxy in process
-// between a client and a server for fault injection. It also uploads local
-// table directories.
+// second opinion that checks SigV4; slow GETs), Toxiproxy in process
+// between a client and a server for fault injection, and an endpoint that
+// accepts connections and never answers (StartSilent). It also uploads
+// local table directories.
 //
 // Every server is stopped by t.Cleanup. Clients use path-style URLs, region
 // us-east-1 and the static credentials AccessKey/SecretKey.

@@ -60,13 +60,27 @@
 // "s3://b/t/k: the server is throttling requests; gave up after 5
 // attempts (...)". Denied access, bad or expired credentials, a missing
 // bucket or object, and a changed object are permanent: they are not
-// retried (Error.Permanent). Neither errors nor log records contain
-// credentials: the SDK signs requests but never prints keys, request
-// logging is off, and locations with user:secret@ are refused without
-// being echoed. Retries are logged at debug level (Options.Logger, by
-// default slog.Default()) with the server's answer. A done context ends an
-// operation at once with an error matching the context's error. The mount
-// turns ErrNotExist into ENOENT and everything else into EIO.
+// retried (Error.Permanent). While the endpoint is down (see below) every
+// request fails at once with "s3://b/t: endpoint http://host:port
+// unreachable since 12:00:03 (connection refused); retrying every 5s".
+// After Close, requests fail with "request abandoned: the store was
+// closed". Neither errors nor log records contain credentials: the SDK
+// signs requests but never prints keys, request logging is off, and
+// locations with user:secret@ are refused without being echoed. A done
+// context ends an operation at once with an error matching the context's
+// error. The mount turns ErrNotExist into ENOENT and everything else into
+// EIO, whatever errno the cause carries.
+//
+// # Logging
+//
+// Through Options.Logger (default slog.Default()): the first retry of a
+// minute at info level, saying what is retried and why ("s3: a request
+// failed; retrying" op=GetObject key=... attempt="2 of 5" cause="connection
+// refused"), the others at debug level; likewise an attempt still without
+// an answer after Options.SlowAnswer (5 s) ("s3: no answer from the
+// endpoint yet; still waiting"), so that a silent endpoint is reported in
+// seconds rather than after RequestTimeout; the endpoint declared down (one
+// warning) and up again (one info line).
 //
 // # Retries and timeouts
 //
@@ -85,9 +99,38 @@
 // Options.RequestTimeout (default 30 s) bounds each attempt from sending
 // the request to reading the last byte of its body (http.Client.Timeout),
 // so a stalled response fails that attempt and is retried instead of
-// hanging a read. A read therefore fails after at most about
-// MaxAttempts × (RequestTimeout + MaxBackoff), and at once when its
-// context is done.
+// hanging a read; Options.ConnectTimeout (default 5 s) bounds connecting
+// (TCP and TLS), so a host that drops packets fails an attempt in seconds.
+// A read therefore fails after at most about MaxAttempts × (RequestTimeout
+// + MaxBackoff), sooner when the endpoint is declared down, and at once
+// when its context is done or the store is closed.
+//
+// # Endpoint health (fail fast while down)
+//
+// The store keeps one view of its endpoint for all requests (health.go).
+// An attempt that gets any HTTP answer (a 403, 404 or 503 is an answer)
+// shows it up. An attempt that does not reach it (connection refused,
+// reset or closed before an answer, no connection within ConnectTimeout,
+// no answer within RequestTimeout, a name that does not resolve) is an
+// endpoint failure, unless it was sent before the latest answer arrived
+// (it met a broken connection, not a dead endpoint). When at least two
+// endpoint failures in a row span Options.DownAfter (default 10 s;
+// --s3-down-after), counted from the sending of the first, the endpoint is
+// declared down: every attempt, a new request or the retry of one in
+// flight, then fails at once without touching the network, instead of
+// paying its timeouts and backoff. A goroutine probes the endpoint every
+// Options.ProbeInterval (5 s) with a one-key list, bounded by the interval;
+// the first answer, to a probe or to an attempt still in flight, declares
+// it up and requests work again, without reopening the store. A negative
+// DownAfter turns this off (each request then has its retries).
+//
+// With the defaults, a command against a dead endpoint (refused) fails
+// within about 15 s (5 attempts with backoff, or sooner once down), one
+// against an endpoint that drops packets within about 20 s (5 s connect
+// timeouts, down after 10 s), and one against an endpoint that accepts
+// connections but never answers within about max(2 × RequestTimeout,
+// DownAfter + RequestTimeout) plus backoff: a minute, with an info line
+// after 5 s.
 //
 // # Concurrency and ranged reads
 //
@@ -98,6 +141,9 @@
 // 16 MiB), and the GETs run in parallel. Stats exposes request counts by
 // kind, retries, bytes fetched, coalesced ranges and the peak concurrency.
 //
-// Close closes idle connections; a store without outstanding requests
-// leaves no goroutines or connections behind after Close.
+// Close ends the store: requests in flight (attempts, backoffs, bodies)
+// are cancelled and their connections closed, later ones fail, the probe
+// stops; no goroutine or connection is left behind. A mount closes its
+// store as it unmounts, so that requests stuck on a dead or stalled
+// endpoint do not hold the unmount.
 package s3store

@@ -161,7 +161,17 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	e = &Error{Location: s.loc, Op: op, Key: key, Attempts: attempts, Err: err}
 	code, status := errorCode(err), httpStatus(err)
 	var se *v4.SigningError
+	var ue *unreachableError
 	switch {
+	case errors.As(err, &ue):
+		// The message says it all: the endpoint, since when, why, and
+		// that it is being probed. Not Permanent: it passes when the
+		// endpoint answers again.
+		e.Op, e.Reason, e.Attempts, e.tableWide, e.quiet = "", ue.Error(), 0, true, true
+		e.Err = ue
+	case s.life.Err() != nil && ctx.Err() == nil:
+		e.Reason = "request abandoned: the store was closed"
+		e.Permanent, e.quiet, e.Err = true, true, nil
 	case isCanceled(ctx, err):
 		e.Reason = "canceled"
 		e.Permanent, e.quiet = true, true

@@ -29,17 +29,17 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string) ([]storage.
 	pager := s3.NewListObjectsV2Paginator(s.client, in, func(o *s3.ListObjectsV2PaginatorOptions) {
 		o.StopOnDuplicateToken = true
 	})
-	octx, st := withOp(ctx)
 	var out []storage.ObjectInfo
-	pages := 0
 	sorted := true
 	for pager.HasMorePages() {
-		pages++
+		// One operation per page: its attempts are the page's.
+		octx, st, done := s.withOp(ctx, "ListObjectsV2", prefix)
 		page, err := pager.NextPage(octx)
+		done()
+		n := int(st.attempts.Load())
+		s.countRetries(n)
 		if err != nil {
-			n := int(st.attempts.Load())
-			s.countRetries(n - pages + 1)
-			return nil, s.classify(ctx, "ListObjectsV2", prefix, err, n-pages+1)
+			return nil, s.classify(ctx, "ListObjectsV2", prefix, err, n)
 		}
 		for _, o := range page.Contents {
 			full := aws.ToString(o.Key)
@@ -60,7 +60,6 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string) ([]storage.
 			})
 		}
 	}
-	s.countRetries(int(st.attempts.Load()) - pages + 1)
 	if !sorted {
 		sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
 		// A server that repeats keys across pages: keep one of each.

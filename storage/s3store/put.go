@@ -56,8 +56,9 @@ func (s *Store) put(ctx context.Context, key string, data []byte, ifAbsent bool)
 		if ifAbsent {
 			in.IfNoneMatch = aws.String("*")
 		}
-		octx, st := withOp(ctx)
+		octx, st, done := s.withOp(ctx, "PutObject", key)
 		_, err := s.client.PutObject(octx, in)
+		done()
 		n := int(st.attempts.Load())
 		s.countRetries(n)
 		if err == nil {
@@ -74,7 +75,7 @@ func (s *Store) put(ctx context.Context, key string, data []byte, ifAbsent bool)
 		}
 		if ifAbsent && (code == "ConditionalRequestConflict" || status == http.StatusConflict) && try < s.opts.MaxAttempts && ctx.Err() == nil {
 			s.st.retries.Add(1)
-			s.log.Debug("s3: retrying", "op", "PutObject", "location", s.loc, "key", key, "attempt", try+1, "err", describe(err))
+			s.health.notice("s3: a conditional put met a concurrent one; retrying", "op", "PutObject", "key", key, "attempt", try+1, "cause", describe(err))
 			if serr := s.sleep(ctx, try, err); serr != nil {
 				return s.classify(ctx, "PutObject", key, serr, n)
 			}
@@ -130,7 +131,8 @@ func (s *Store) checkConditionalWrites(ctx context.Context) error {
 func (s *Store) deleteProbe(key string) {
 	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
 	defer cancel()
-	octx, st := withOp(ctx)
+	octx, st, done := s.withOp(ctx, "DeleteObject", key)
+	defer done()
 	_, err := s.client.DeleteObject(octx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.fullKey(key))})
 	s.countRetries(int(st.attempts.Load()))
 	if err != nil {

@@ -88,7 +88,8 @@ func (s *Store) head(ctx context.Context, key string) (pin, error) {
 	if err := checkKey(key); err != nil {
 		return pin{}, err
 	}
-	octx, st := withOp(ctx)
+	octx, st, done := s.withOp(ctx, "HeadObject", key)
+	defer done()
 	out, err := s.client.HeadObject(octx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.fullKey(key))})
 	n := int(st.attempts.Load())
 	s.countRetries(n)
@@ -204,7 +205,8 @@ func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *p
 	if p != nil && p.rawETag != "" {
 		in.IfMatch = aws.String(p.rawETag)
 	}
-	octx, st := withOp(ctx)
+	octx, st, done := s.withOp(ctx, "GetObject", key)
+	defer done()
 	for attempt := 1; ; attempt++ {
 		res, err, retryable := s.getOnce(octx, key, in, off, dst, p)
 		if err == nil {
@@ -212,15 +214,19 @@ func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *p
 			return res, nil
 		}
 		n := int(st.attempts.Load())
-		if !retryable || attempt >= s.opts.MaxAttempts || ctx.Err() != nil {
+		if !retryable || attempt >= s.opts.MaxAttempts || octx.Err() != nil {
 			s.countRetries(n)
 			if errors.Is(err, errInvalidRange) && p == nil {
 				return res, err
 			}
 			return res, s.classify(ctx, "GetObject", key, err, n)
 		}
-		s.log.Debug("s3: retrying", "op", "GetObject", "location", s.loc, "key", key, "attempt", attempt+1, "err", describe(err))
-		if serr := s.sleep(ctx, attempt, err); serr != nil {
+		// The next attempt's log line says why (httpClient.Do).
+		var be *bodyError
+		if errors.As(err, &be) {
+			st.setCause(describe(err))
+		}
+		if serr := s.sleep(octx, attempt, err); serr != nil {
 			s.countRetries(n)
 			return res, s.classify(ctx, "GetObject", key, serr, n)
 		}
@@ -230,8 +236,12 @@ func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *p
 // noSDKRetry makes the SDK send a request once; get retries itself.
 func noSDKRetry(o *s3.Options) { o.Retryer = retry.AddWithMaxAttempts(o.Retryer, 1) }
 
-// sleep waits the retryer's jittered exponential delay before attempt+1.
+// sleep waits the retryer's jittered exponential delay before attempt+1,
+// or fails at once when the endpoint is down.
 func (s *Store) sleep(ctx context.Context, attempt int, err error) error {
+	if herr := s.health.check(); herr != nil {
+		return herr
+	}
 	d, derr := s.retryer.RetryDelay(attempt, err)
 	if derr != nil {
 		d = s.opts.MaxBackoff

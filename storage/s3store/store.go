@@ -44,6 +44,10 @@ const (
 	DefaultMaxConcurrency = 64
 	DefaultCoalesceGap    = 64 << 10
 	DefaultMaxCoalesce    = 16 << 20
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultDownAfter      = 10 * time.Second
+	DefaultProbeInterval  = 5 * time.Second
+	DefaultSlowAnswer     = 5 * time.Second
 )
 
 // LastCheckpointKey is the one key of a Delta table that is rewritten in
@@ -71,6 +75,22 @@ type Options struct {
 	// the last byte of its body (default 30 s). A stalled attempt fails with
 	// a timeout and is retried.
 	RequestTimeout time.Duration
+	// ConnectTimeout bounds connecting to the endpoint, TCP and TLS
+	// (default 5 s): a host that drops packets fails an attempt in seconds,
+	// not after RequestTimeout.
+	ConnectTimeout time.Duration
+	// DownAfter: when attempts have failed to reach the endpoint (at least
+	// two in a row, with no answer since the first was sent) for this long,
+	// the endpoint is declared down and every request fails at once until
+	// it answers a probe (default 10 s; negative: never declared down). See
+	// health.
+	DownAfter time.Duration
+	// ProbeInterval is how often a down endpoint is probed (default 5 s);
+	// a probe attempt is also bounded by it.
+	ProbeInterval time.Duration
+	// SlowAnswer: an attempt still without an answer after this long logs
+	// that it is waiting (default 5 s; negative: never).
+	SlowAnswer time.Duration
 	// MaxConcurrency bounds the HTTP requests in flight (default 64). A
 	// request holds its slot until its body is closed.
 	MaxConcurrency int
@@ -84,7 +104,9 @@ type Options struct {
 	// Mutable reports keys whose content may legitimately change and that
 	// are therefore never pinned (default: LastCheckpointKey only).
 	Mutable func(key string) bool
-	// Logger receives retries (debug) and warnings; default slog.Default().
+	// Logger receives retries (the first of a minute at info level, the
+	// others at debug), slow answers, the endpoint going down (warning)
+	// and up (info); default slog.Default().
 	// Nothing logged contains credentials.
 	Logger *slog.Logger
 }
@@ -101,6 +123,18 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxConcurrency <= 0 {
 		o.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.DownAfter == 0 {
+		o.DownAfter = DefaultDownAfter
+	}
+	if o.ProbeInterval <= 0 {
+		o.ProbeInterval = DefaultProbeInterval
+	}
+	if o.SlowAnswer == 0 {
+		o.SlowAnswer = DefaultSlowAnswer
 	}
 	if o.CoalesceGap == 0 {
 		o.CoalesceGap = DefaultCoalesceGap
@@ -128,6 +162,11 @@ type Store struct {
 	retryer   *retry.Standard
 	transport *http.Transport
 	sem       chan struct{}
+	health    health
+
+	// life ends at Close: it cancels every operation in flight.
+	life context.Context
+	stop context.CancelFunc
 
 	pinMu sync.RWMutex
 	pins  map[string]pin
@@ -145,10 +184,11 @@ var (
 )
 
 // New opens the table at location (s3://bucket/prefix/to/table) with the
-// CLI's options (their Timeout and MaxAttempts become RequestTimeout and
-// MaxAttempts) and default tuning otherwise. See NewWithOptions.
+// CLI's options (their Timeout, MaxAttempts and DownAfter become
+// RequestTimeout, MaxAttempts and DownAfter) and default tuning otherwise.
+// See NewWithOptions.
 func New(ctx context.Context, location string, opts storage.S3Options) (*Store, error) {
-	return NewWithOptions(ctx, location, Options{S3Options: opts, RequestTimeout: opts.Timeout, MaxAttempts: opts.MaxAttempts})
+	return NewWithOptions(ctx, location, Options{S3Options: opts, RequestTimeout: opts.Timeout, MaxAttempts: opts.MaxAttempts, DownAfter: opts.DownAfter})
 }
 
 // NewWithOptions opens the table at location. It loads the AWS
@@ -173,6 +213,8 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 		sem:    make(chan struct{}, o.MaxConcurrency),
 		pins:   map[string]pin{},
 	}
+	s.health.s = s
+	s.life, s.stop = context.WithCancel(context.Background())
 	if prefix != "" {
 		s.loc += "/" + strings.TrimSuffix(prefix, "/")
 	}
@@ -209,14 +251,14 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 	s.transport = &http.Transport{
 		Proxy: http.ProxyFromEnvironment,
 		DialContext: (&net.Dialer{
-			Timeout:   10 * time.Second,
+			Timeout:   o.ConnectTimeout,
 			KeepAlive: 30 * time.Second,
 		}).DialContext,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          o.MaxConcurrency,
 		MaxIdleConnsPerHost:   o.MaxConcurrency,
 		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
+		TLSHandshakeTimeout:   o.ConnectTimeout,
 		ExpectContinueTimeout: time.Second,
 	}
 	hc := &httpClient{s: s, c: &http.Client{Transport: s.transport, Timeout: o.RequestTimeout}}
@@ -227,7 +269,7 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 			so.BaseEndpoint = aws.String(o.Endpoint)
 		}
 		so.UsePathStyle = o.PathStyle
-		so.Retryer = loggingRetryer{s.retryer, s}
+		so.Retryer = healthRetryer{s.retryer, &s.health} // retries are logged by httpClient.Do
 		so.HTTPClient = hc
 		so.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
@@ -293,9 +335,15 @@ func (s *Store) Prefix() string { return s.prefix }
 // concurrency bound of this store apply to it).
 func (s *Store) Client() *s3.Client { return s.client }
 
-// Close closes idle connections. Requests after Close still work (they open
-// new connections); in-flight requests are not interrupted.
+// Close ends the store: operations in flight fail at once (their attempts,
+// backoffs and body reads are cancelled, their connections closed), later
+// ones fail with "store closed", the endpoint probe stops, and idle
+// connections are closed. A mount closes its store when it unmounts, so
+// that requests stuck on a dead or stalled endpoint do not hold the
+// unmount. Close may be called more than once.
 func (s *Store) Close() error {
+	s.stop()
+	s.health.close()
 	s.transport.CloseIdleConnections()
 	return nil
 }
@@ -353,16 +401,4 @@ func (s *Store) Stats() Stats {
 		InFlight:        c.inFlight.Load(), MaxInFlight: c.maxInFlight.Load(),
 		Pinned: n,
 	}
-}
-
-// loggingRetryer is the SDK's retryer for operations other than GET: it
-// logs each retry (at debug level) before the SDK waits.
-type loggingRetryer struct {
-	*retry.Standard
-	s *Store
-}
-
-func (r loggingRetryer) RetryDelay(attempt int, err error) (time.Duration, error) {
-	r.s.log.Debug("s3: retrying", "location", r.s.loc, "attempt", attempt+1, "err", describe(err))
-	return r.Standard.RetryDelay(attempt, err)
 }
