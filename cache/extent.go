@@ -73,7 +73,8 @@ func (c *Cache) Materialize(ctx context.Context, key Key, fetch FetchFunc) (path
 	if p, o, l, ok := c.disk.present(r); ok {
 		return p, o, l, nil
 	}
-	return "", 0, 0, fmt.Errorf("%w: %s", ErrNotStored, r.text)
+	c.log.Debug("cache: entry not kept on disk", "key", r.text)
+	return "", 0, 0, ErrNotStored
 }
 
 // present checks r's entry without reading its payload (see Materialize)
