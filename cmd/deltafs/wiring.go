@@ -157,7 +157,9 @@ type stack struct {
 	latest   *snapshot.Snapshot
 	describe string
 	cacheDir string
+	budget   int64 // the disk cache's byte budget (--cache-size)
 	pages    *cache.Cache
+	ledger   warmLedger // what a warm pass read through the cache
 	fetcher  *sample.PageFetcher
 	samples  *sample.Samples
 }
@@ -197,7 +199,7 @@ func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFla
 	if err != nil {
 		return nil, err
 	}
-	s := &stack{location: location, st: st, counted: &countingStorage{Storage: st}, cacheDir: cacheOpts.Dir}
+	s := &stack{location: location, st: st, counted: &countingStorage{Storage: st}, cacheDir: cacheOpts.Dir, budget: cacheOpts.DiskBytes}
 	if s.table, err = snapshot.Open(ctx, s.counted); err != nil {
 		return nil, withLocation(location, err)
 	}
@@ -220,7 +222,7 @@ func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFla
 	if s.pages, err = cf.openCache(cacheOpts); err != nil {
 		return nil, err
 	}
-	blobs := cacheAdapter{c: s.pages, table: st.Location()}
+	blobs := cacheAdapter{c: s.pages, table: st.Location(), ledger: &s.ledger}
 	ra := cf.ReadAheadPages
 	if cacheOpts.PrefetchWorkers < 0 {
 		ra = 0
@@ -249,8 +251,9 @@ func withLocation(location string, err error) error {
 
 // cacheAdapter makes the two-tier cache the sample layer's BlobCache.
 type cacheAdapter struct {
-	c     *cache.Cache
-	table string
+	c      *cache.Cache
+	table  string
+	ledger *warmLedger // records what is read once started (warm)
 }
 
 func (a cacheAdapter) key(k sample.CacheKey) cache.Key {
@@ -258,7 +261,12 @@ func (a cacheAdapter) key(k sample.CacheKey) cache.Key {
 }
 
 func (a cacheAdapter) Get(ctx context.Context, k sample.CacheKey, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
-	return a.c.Get(ctx, a.key(k), fetch)
+	key := a.key(k)
+	v, err := a.c.Get(ctx, key, fetch)
+	if err == nil {
+		a.ledger.add(key, len(v))
+	}
+	return v, err
 }
 
 // Prefetch implements sample.Prefetcher: read-ahead, bounded by the cache's
