@@ -47,8 +47,16 @@ rate, ETA) goes to stderr.
 
 TIME for --at is RFC 3339 (2024-05-01T12:00:00Z) or Unix milliseconds.
 
-Exit status: 0 when every sample is cached, 1 on any error (one line on stderr),
-2 on bad usage.`,
+Every cache entry the pass reads is counted, and checked on disk at the end: the
+command succeeds only when all are there, so that the mount really reads nothing
+from the data files. When they need more than --cache-size the pass stops as soon
+as it knows, and says how much is needed (in proportion to the samples done); when
+they fit but were not all kept (a disk too full, write errors, another process
+evicting), it says so.
+
+Exit status: 0 when every entry the mount needs is in the disk cache, 1 on any
+error or when the data does not fit or was not kept (one line on stderr), 2 on
+bad usage.`,
 		Example: `  deltafs warm /data/mnist --version 3 --image 28x28 --cache-dir /nvme/deltafs
   deltafs warm s3://bucket/table --at 2024-05-01T12:00:00Z --shards 8 --shard 2`,
 		Args: positional("TABLE"),
