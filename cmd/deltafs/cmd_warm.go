@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -217,9 +218,14 @@ func tooBig(what string, stk *stack, done, total int64) error {
 // are not all on disk afterwards, with the likely cause.
 func notKept(what string, stk *stack, entries int, need int64, kept int, keptBytes int64) error {
 	st := stk.pages.Stats()
+	// The cache makes room below its free-space floor by evicting, the
+	// pass's own entries too: look at the disk rather than at the counters.
+	var fs syscall.Statfs_t
+	tooFull := syscall.Statfs(stk.pages.Dir(), &fs) == nil &&
+		float64(fs.Bavail)*float64(fs.Bsize) < cache.DefaultMinFreeFraction*float64(fs.Blocks)*float64(fs.Bsize)+float64(need-keptBytes)
 	var why string
 	switch {
-	case st.FloorSkips > 0:
+	case st.FloorSkips > 0 || tooFull:
 		why = fmt.Sprintf("the filesystem of %s is too full (the cache keeps %.0f%% of it free)", stk.cacheDir, 100*cache.DefaultMinFreeFraction)
 	case st.DiskWriteErrors > 0:
 		why = fmt.Sprintf("%d entries could not be written (see the log)", st.DiskWriteErrors)
