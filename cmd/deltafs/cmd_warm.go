@@ -128,7 +128,7 @@ func runWarm(cmd *cobra.Command, location string, o *warmOptions) error {
 	for _, k := range shards {
 		sh, err := ver.Shard(ctx, k)
 		if err != nil {
-			return fmt.Errorf("%s version %d shard %d: %w", location, version, k, err)
+			return fileErrorLine(location, err)
 		}
 		built = append(built, sh)
 		total += int64(sh.Len())
@@ -158,7 +158,7 @@ func runWarm(cmd *cobra.Command, location string, o *warmOptions) error {
 	fillCtx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	var done atomic.Int64
-	for i, sh := range built {
+	for _, sh := range built {
 		err := warmShard(fillCtx, sh, o.parallel, func(size int64) {
 			n := done.Add(1)
 			if n%256 == 0 || n == total {
@@ -177,7 +177,10 @@ func runWarm(cmd *cobra.Command, location string, o *warmOptions) error {
 		if errors.Is(context.Cause(fillCtx), errTooBig) && ctx.Err() == nil {
 			return tooBig(what, stk, done.Load(), total)
 		}
-		return fmt.Errorf("%s version %d shard %d: %w", location, version, shards[i], err)
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return err
+		}
+		return fileErrorLine(location, err)
 	}
 	_ = bar.Finish()
 	if _, need := stk.ledger.needed(); need > stk.budget {
@@ -251,7 +254,8 @@ func warmShard(ctx context.Context, sh *sample.Shard, parallel int, done func(si
 				}
 				for pos := lo; pos < min(lo+block, sh.Len()); pos++ {
 					if err := sh.Fill(gctx, pos); err != nil {
-						return fmt.Errorf("sample %s: %w", sh.Path(pos), err)
+						// Names the data file (and version): enough.
+						return err
 					}
 					done(sh.Size(pos))
 				}

@@ -86,3 +86,25 @@ func TestWarmDiskTooFull(t *testing.T) {
 		t.Errorf("kept %s of %s entries: want some, not all", mm[1], mm[2])
 	}
 }
+
+// TestWarmVacuumedFileOneLine: a warm that meets a data file gone from
+// storage exits 1 with one line naming the table, version and file once
+// each, and the cause.
+func TestWarmVacuumedFileOneLine(t *testing.T) {
+	bin := mounttest.Binary(t)
+	table := importDigits(t, bin, readMNIST(t)[:200], 100)
+	files, err := filepath.Glob(filepath.Join(table, "*.parquet"))
+	if err != nil || len(files) != 2 {
+		t.Fatalf("want 2 data files: %v %v", files, err)
+	}
+	gone := filepath.Base(files[1])
+	if err := os.Remove(files[1]); err != nil {
+		t.Fatal(err)
+	}
+	out, code := runDF(t, nil, "", "warm", table, "--version", "0", "--image", "28x28", "--cache-dir", t.TempDir(), "--quiet")
+	last := lastLine(out)
+	if code != 1 || !strings.HasPrefix(last, "deltafs: "+table+" version 0: "+gone+": ") || !strings.Contains(last, "vacuumed") ||
+		strings.Count(last, "version 0") != 1 || strings.Count(last, gone) != 1 || strings.Contains(out, "msg=warmed") {
+		t.Fatalf("warm with a vacuumed file: exit %d, last line %q; want exit 1 and `deltafs: TABLE version 0: FILE: cause` naming each once", code, last)
+	}
+}

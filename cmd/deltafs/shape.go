@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 
@@ -53,7 +52,7 @@ func checkImageShape(ctx context.Context, location string, sf *specFlags, fetche
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			readErrs = append(readErrs, fmt.Errorf("%s: %w", f.Path, err))
+			readErrs = append(readErrs, fileErrorLine(location, &sample.FileError{Version: snap.Version, Path: f.Path, Err: err}))
 			continue
 		case row < 0:
 			continue // no live row, or only nulls among the first ones
@@ -64,8 +63,8 @@ func checkImageShape(ctx context.Context, location string, sf *specFlags, fetche
 		return nil
 	}
 	if len(readErrs) > 0 {
-		slog.Warn("could not check --image against the data; reads of the files that fail will fail", "table", location,
-			"version", snap.Version, "err", errors.Join(readErrs...))
+		slog.Warn("could not check --image against the data: no data file tried could be read (their samples fail when read)",
+			"table", location, "version", snap.Version, "files_tried", len(readErrs), "err", readErrs[0])
 	}
 	return nil
 }
