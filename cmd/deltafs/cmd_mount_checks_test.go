@@ -187,8 +187,8 @@ func TestMountNonEmptyMountpoint(t *testing.T) {
 }
 
 // TestSizeFlags: every size flag reads sizes alike and says so alike when
-// it cannot; --cache-size 0 (or below 1 MiB) is refused with the way to
-// have no disk cache; --mem-cache 0 and --read-ahead-bytes 0 mean none, and
+// it cannot; --cache-size 0 (which the cache would read as its 10 GiB
+// default) is refused with the way to have no disk cache; --mem-cache 0 and --read-ahead-bytes 0 mean none, and
 // such a mount serves the right bytes.
 func TestSizeFlags(t *testing.T) {
 	table := "../../testdata/delta/dat-basic_append"
@@ -200,8 +200,8 @@ func TestSizeFlags(t *testing.T) {
 			{"--cache-size", "20EiB", `deltafs: --cache-size "20EiB": want a size such as 10GiB or 500MB`},
 			{"--mem-cache", "lots", `deltafs: --mem-cache "lots": want a size such as 10GiB or 500MB`},
 			{"--read-ahead-bytes", "1x", `deltafs: --read-ahead-bytes "1x": want a size such as 10GiB or 500MB`},
-			{"--cache-size", "0", "deltafs: --cache-size 0: a disk cache needs at least 1.0 MiB; use --cache-dir none for no disk cache"},
-			{"--cache-size", "100KiB", "deltafs: --cache-size 100KiB: a disk cache needs at least 1.0 MiB; use --cache-dir none for no disk cache"},
+			{"--cache-size", "0", "deltafs: --cache-size 0: a disk cache needs room; use --cache-dir none for no disk cache"},
+			{"--cache-size", "0GiB", "deltafs: --cache-size 0GiB: a disk cache needs room; use --cache-dir none for no disk cache"},
 		} {
 			mnt := ""
 			args := append([]string(nil), cmd...)

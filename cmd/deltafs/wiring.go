@@ -66,17 +66,12 @@ type cacheFlags struct {
 func (o *cacheFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.MemCache, "mem-cache", "256MiB", "memory cache for decoded Parquet pages (0: none)")
 	f.StringVar(&o.CacheDir, "cache-dir", "", `disk cache directory, kept across mounts (default: the user cache directory's deltafs, e.g. ~/.cache/deltafs; "none": no disk cache)`)
-	f.StringVar(&o.CacheSize, "cache-size", humanize.IBytes(cache.DefaultDiskBytes), "disk cache budget, at least "+humanize.IBytes(minCacheSize)+" (for no disk cache: --cache-dir none)")
+	f.StringVar(&o.CacheSize, "cache-size", humanize.IBytes(cache.DefaultDiskBytes), "disk cache budget, more than 0 (for no disk cache: --cache-dir none; an entry takes 8 KiB at least)")
 	f.IntVar(&o.ReadAheadPages, "read-ahead", 4, "pages read ahead of a shard's reads in the same data file (0: none)")
 	f.StringVar(&o.ReadAheadBytes, "read-ahead-bytes", humanize.IBytes(cache.DefaultPrefetchBytes), "bound on the bytes of read-ahead in flight (0: no read-ahead)")
 	f.IntVar(&o.ReadAheadReads, "read-ahead-reads", cache.DefaultPrefetchWorkers, "bound on the concurrent read-ahead reads (0: no read-ahead)")
 	f.BoolVar(&o.Fsync, "cache-fsync", false, "fsync each disk cache entry before it appears (a power loss then keeps just-written entries; without it a torn entry fails its checksum and is fetched again)")
 }
-
-// minCacheSize is the smallest --cache-size: a budget that holds almost
-// nothing (every entry costs at least 8 KiB) would be a disk cache that
-// silently serves nothing.
-const minCacheSize = 1 << 20
 
 // options turns the flags into cache options, all but the directory (see
 // dir). Errors are about the flags: usage errors for the caller.
@@ -89,8 +84,10 @@ func (o *cacheFlags) options() (cache.Options, error) {
 	if err != nil {
 		return cache.Options{}, err
 	}
-	if o.CacheDir != "none" && diskBytes < minCacheSize {
-		return cache.Options{}, fmt.Errorf("--cache-size %s: a disk cache needs at least %s; use --cache-dir none for no disk cache", o.CacheSize, humanize.IBytes(minCacheSize))
+	if o.CacheDir != "none" && diskBytes == 0 {
+		// The cache package reads 0 as its default (10 GiB): never that
+		// silently.
+		return cache.Options{}, fmt.Errorf("--cache-size %s: a disk cache needs room; use --cache-dir none for no disk cache", o.CacheSize)
 	}
 	raBytes, err := parseSize("--read-ahead-bytes", o.ReadAheadBytes)
 	if err != nil {
