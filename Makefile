@@ -6,6 +6,11 @@ GO       ?= go
 export CGO_ENABLED ?= 1
 export CGO_CFLAGS  ?= -O2 -g -Wno-deprecated-declarations
 BIN      := bin/deltafs
+# The version `deltafs --version` prints: `make build VERSION=v1.2.0` for a
+# release; by default what git describes (the commit, "-dirty" with local
+# changes). Without it the binary reports the Go toolchain's stamp.
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS  := $(if $(VERSION),-ldflags "-X main.release=$(VERSION)")
 PKGS     := ./...
 # Short fuzz runs in `make test`; `make fuzz FUZZTIME=5m` for longer.
 FUZZTIME ?= 10s
@@ -21,7 +26,7 @@ FUZZ_TARGETS := \
 all: build
 
 build:
-	$(GO) build -o $(BIN) ./cmd/deltafs
+	$(GO) build $(LDFLAGS) -o $(BIN) ./cmd/deltafs
 
 # deps installs what the tests need (fuse3, Debian's torchvision) when missing.
 deps:

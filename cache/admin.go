@@ -17,7 +17,7 @@ import (
 func DefaultDir() (string, error) {
 	d, err := os.UserCacheDir()
 	if err != nil {
-		return "", fmt.Errorf("cache: no user cache directory: %w", err)
+		return "", fmt.Errorf("no user cache directory: %w", err)
 	}
 	return filepath.Join(d, "deltafs"), nil
 }

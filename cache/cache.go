@@ -282,12 +282,15 @@ func (c *Cache) fill(ctx context.Context, r ref, fetch FetchFunc) ([]byte, error
 	return v, nil
 }
 
-// fetch runs fetch for entry r and counts it; an error names the entry.
+// fetch runs fetch for entry r and counts it. A fetch error is returned as
+// it is: the fetcher's error names what it read (table, version, file), and
+// the entry's key is internal, so it goes to the debug log only.
 func (c *Cache) fetch(ctx context.Context, r ref, fetch FetchFunc) ([]byte, error) {
-	v, err := callFetch(ctx, fetch)
+	v, err := callFetch(ctx, c.log, fetch)
 	if err != nil {
 		c.ctr.fetchErrors.Add(1)
-		return nil, fmt.Errorf("cache: fetch %s: %w", r.text, err)
+		c.log.Debug("cache: fetch failed", "key", r.text, "err", err)
+		return nil, err
 	}
 	if v == nil {
 		v = []byte{}
@@ -298,11 +301,13 @@ func (c *Cache) fetch(ctx context.Context, r ref, fetch FetchFunc) ([]byte, erro
 }
 
 // callFetch turns a panicking fetch into an error, so that one bad fetch
-// cannot take the mount down.
-func callFetch(ctx context.Context, fetch FetchFunc) (v []byte, err error) {
+// cannot take the mount down. The error is one line; the stack goes to
+// the log.
+func callFetch(ctx context.Context, log *slog.Logger, fetch FetchFunc) (v []byte, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("fetch panicked: %v\n%s", p, debug.Stack())
+			log.Error("cache: fetch panicked", "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("internal error: fetch panicked: %v", p)
 		}
 	}()
 	return fetch(ctx)

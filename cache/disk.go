@@ -92,7 +92,7 @@ type diskTier struct {
 func openDisk(dir string, o *Options, ctr *counters, log *slog.Logger) (*diskTier, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return nil, fmt.Errorf("cache dir %q: %w", dir, err)
+		return nil, &DirError{Dir: dir, Err: err}
 	}
 	d := &diskTier{
 		root:        filepath.Join(abs, subdirName),
@@ -113,10 +113,16 @@ func openDisk(dir string, o *Options, ctr *counters, log *slog.Logger) (*diskTie
 	d.mu.entries = make(map[string]*diskEntry)
 	for i := 0; i < 256; i++ {
 		if err := os.MkdirAll(d.shardDir(i), 0o755); err != nil {
-			return nil, fmt.Errorf("cache dir: %w", err)
+			return nil, &DirError{Dir: d.root, Err: err}
 		}
 	}
+	// Writing meta.json is also the check that the directory takes
+	// writes: a cache that cannot write would serve nothing, silently.
+	// A full disk is not refused (the cache then just stores nothing).
 	if err := writeMeta(d.root, meta{Format: formatVersion, DiskBytes: d.budget, MinFreeFraction: d.minFree, PID: d.pid, Written: d.now().UTC()}); err != nil {
+		if errors.Is(err, fs.ErrPermission) || isReadOnlyFS(err) {
+			return nil, &DirError{Dir: d.root, Err: fmt.Errorf("not writable: %w", err)}
+		}
 		log.Warn("cache: cannot record the budget", "dir", d.root, "err", err)
 	}
 	d.rescan()
@@ -124,6 +130,17 @@ func openDisk(dir string, o *Options, ctr *counters, log *slog.Logger) (*diskTie
 	go d.scanner()
 	return d, nil
 }
+
+// DirError is a disk cache directory that cannot be used: it cannot be
+// created, or does not take writes.
+type DirError struct {
+	Dir string // the directory at fault
+	Err error
+}
+
+func (e *DirError) Error() string { return "cache directory " + e.Dir + ": " + e.Err.Error() }
+
+func (e *DirError) Unwrap() error { return e.Err }
 
 func (d *diskTier) shardDir(i int) string {
 	return filepath.Join(d.root, fmt.Sprintf("%02x", i))
@@ -171,12 +188,14 @@ func (d *diskTier) readFailed(r ref, p string, err error) {
 		// Never written, or evicted (perhaps by another process).
 	case errors.As(err, &ce):
 		d.ctr.corrupt.Add(1)
-		d.log.Warn("cache: dropping corrupt entry", "entry", p, "key", r.text, "reason", ce.reason)
+		d.log.Warn("cache: dropping corrupt entry", "entry", p, "reason", ce.reason)
+		d.log.Debug("cache: corrupt entry's key", "entry", p, "key", r.text)
 		if rerr := os.Remove(p); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			d.log.Warn("cache: cannot remove corrupt entry", "entry", p, "err", rerr)
 		}
 	case errors.Is(err, errKeyMismatch):
-		d.log.Warn("cache: entry holds another key (hash collision?); treating as a miss", "entry", p, "key", r.text, "err", err)
+		d.log.Warn("cache: entry holds another key (hash collision?); treating as a miss", "entry", p)
+		d.log.Debug("cache: entry holds another key", "entry", p, "key", r.text, "err", err)
 	default:
 		d.log.Warn("cache: cannot read entry; treating as a miss", "entry", p, "err", err)
 	}
@@ -281,7 +300,8 @@ func (d *diskTier) store(r ref, payload []byte) {
 	d.mu.Unlock()
 	if err != nil {
 		d.ctr.diskWriteErrors.Add(1)
-		d.log.Warn("cache: cannot write entry", "key", r.text, "err", err)
+		d.log.Warn("cache: cannot write entry", "entry", d.path(r.name), "err", err)
+		d.log.Debug("cache: entry not written", "key", r.text)
 		return
 	}
 	d.ctr.diskWrites.Add(1)

@@ -147,6 +147,16 @@
 //   - flightGroup.mu: the fills in progress and their waiter counts.
 //   - counters are atomics; ristretto does its own locking.
 //
+// # Errors and logs
+//
+// A key's text is internal: no error New, Get or Materialize returns
+// carries it, nor any log line above debug. A fetch error is returned as
+// the fetch function's own (it names what was read); a panicking fetch is
+// one error line, with the stack in the log. A directory that cannot be
+// created, or does not take writes (a read-only filesystem, no permission;
+// New writes meta.json to find out), fails New with a *DirError naming it:
+// a disk tier that silently stores nothing is not an option.
+//
 // # Returned bytes
 //
 // Slices returned by Get and Peek are shared by the cache and every caller

@@ -62,6 +62,12 @@ func entryFileSize(keyLen int, payloadLen int64) int64 {
 	return headerLen(keyLen) + roundUp(payloadLen, blockSize)
 }
 
+// EntrySize is what an entry of key holding payload bytes costs the disk
+// budget: its file size, header and payload rounded up to 4 KiB each.
+func EntrySize(key Key, payload int64) int64 {
+	return entryFileSize(len(key.String()), payload)
+}
+
 // encodeHeader returns the H header bytes of an entry, padded with zeros.
 func encodeHeader(keyText string, payload []byte, created int64) []byte {
 	h := headerLen(len(keyText))

@@ -96,7 +96,8 @@ func (c *Cache) Materialize(ctx context.Context, key Key, fetch FetchFunc) (Exte
 	if e, ok := c.disk.verified(r); ok {
 		return e, nil
 	}
-	return Extent{}, fmt.Errorf("%w: %s", ErrNotStored, r.text)
+	c.log.Debug("cache: entry not kept on disk", "key", r.text)
+	return Extent{}, ErrNotStored
 }
 
 // verified reads and verifies r's whole entry (see Materialize) and

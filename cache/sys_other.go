@@ -42,3 +42,6 @@ func (f rfile) readAt(b []byte, off int64) error {
 }
 
 func (f rfile) close() { f.f.Close() }
+
+// isReadOnlyFS: permission errors cover read-only media here.
+func isReadOnlyFS(err error) bool { return false }

@@ -69,3 +69,6 @@ func (f rfile) readAt(b []byte, off int64) error {
 }
 
 func (f rfile) close() { syscall.Close(int(f)) }
+
+// isReadOnlyFS reports an error of writing to a read-only filesystem.
+func isReadOnlyFS(err error) bool { return errors.Is(err, syscall.EROFS) }

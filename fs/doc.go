@@ -70,6 +70,12 @@
 // The kernel caches symlink targets (EnableSymlinkCaching); latest's is
 // invalidated with NotifyContent when it moves, and at/ links never change.
 //
+// Every node answers STATFS as the root does, and FSYNC/FSYNCDIR with
+// ENOSYS, which the kernel takes for success and then stops sending (see
+// mountFS in mount.go; statfs.go for the figures: 4 KiB blocks of the latest
+// version's data files, none free, NAME_MAX 255). Every directory, .deltafs/
+// included, is mode 0555.
+//
 // The .deltafs/stats file is the one file whose content changes: it
 // reports attribute timeout 0 and mtime = now, which makes the kernel drop
 // its cached pages at every stat.

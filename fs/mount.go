@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,9 +14,14 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
+// FSType is the filesystem type of a deltafs mount in /proc/self/mountinfo:
+// "fuse." and Root.MountOptions' Name.
+const FSType = "fuse.deltafs"
+
 // CheckMountpoint fails with a clear message when dir cannot take a mount:
 // missing, not a directory, already a mount point (busy), or a stale FUSE
-// mount whose server died ("transport endpoint is not connected").
+// mount whose server died ("transport endpoint is not connected"). It does
+// not look inside dir: see CheckEmpty.
 func CheckMountpoint(dir string) error {
 	fi, err := os.Stat(dir)
 	switch {
@@ -35,18 +41,67 @@ func CheckMountpoint(dir string) error {
 	if err != nil {
 		return fmt.Errorf("mount point %s: %w", dir, err)
 	}
-	if fstype, ok := mountedAt(abs); ok {
-		return fmt.Errorf("mount point %s is busy: already mounted (%s); unmount it first (`deltafs unmount %s`)", dir, fstype, dir)
+	if m, ok := mountAt(abs); ok {
+		return fmt.Errorf("mount point %s is busy: already mounted (%s); unmount it first (`deltafs unmount %s`)", dir, m.FSType, dir)
 	}
 	return nil
 }
 
-// mountedAt reports whether a mount is at the absolute path dir, from
+// CheckEmpty fails when the directory dir holds anything: a mount over it
+// would hide its files until the unmount, which looks like lost data.
+func CheckEmpty(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("mount point %s: %w", dir, err)
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if len(names) == 0 {
+		if err != nil && !errors.Is(err, io.EOF) {
+			return fmt.Errorf("mount point %s: %w", dir, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("mount point %s is not empty (it holds %s, ...): the mount would hide its files; use an empty directory, or --nonempty to mount over them", dir, names[0])
+}
+
+// MountInfo is a mount as /proc/self/mountinfo lists it.
+type MountInfo struct {
+	Point  string // the mount point, absolute
+	FSType string // e.g. "fuse.deltafs", "tmpfs"
+	Source string // for deltafs, the table's location
+}
+
+// FindMount returns the mount at dir (the topmost, when several are
+// stacked there), or ok false when dir is not a mount point. It does not
+// stat dir itself, so a stale FUSE mount (ENOTCONN) is found too.
+func FindMount(dir string) (m MountInfo, ok bool, err error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return m, false, err
+	}
+	parent, err := filepath.EvalSymlinks(filepath.Dir(abs))
+	if errors.Is(err, os.ErrNotExist) {
+		return m, false, nil
+	} else if err != nil {
+		return m, false, err
+	}
+	p := filepath.Join(parent, filepath.Base(abs))
+	if fi, err := os.Lstat(p); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if p, err = filepath.EvalSymlinks(p); err != nil {
+			return m, false, err
+		}
+	}
+	m, ok = mountAt(p)
+	return m, ok, nil
+}
+
+// mountAt returns the topmost mount at the absolute path dir, from
 // /proc/self/mountinfo.
-func mountedAt(dir string) (fstype string, ok bool) {
+func mountAt(dir string) (found MountInfo, ok bool) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
-		return "", false
+		return found, false
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -57,14 +112,19 @@ func mountedAt(dir string) (fstype string, ok bool) {
 		if len(fields) < 5 || unescapeMountinfo(fields[4]) != dir {
 			continue
 		}
+		// Later lines are mounted over earlier ones.
+		found, ok = MountInfo{Point: dir, FSType: "unknown"}, true
 		for i, f := range fields {
 			if f == "-" && i+1 < len(fields) {
-				return fields[i+1], true
+				found.FSType = fields[i+1]
+				if i+2 < len(fields) {
+					found.Source = unescapeMountinfo(fields[i+2])
+				}
+				break
 			}
 		}
-		return "unknown", true
 	}
-	return "", false
+	return found, ok
 }
 
 // unescapeMountinfo undoes the octal escapes (\040 for a space) of
@@ -97,10 +157,44 @@ func unescapeMountinfo(s string) string {
 }
 
 // Mount mounts root at dir after CheckMountpoint, and returns the server;
-// the caller runs root.Run and later server.Unmount.
+// the caller runs root.Run and later server.Unmount. The mount answers
+// statfs and fsync for every node (see mountFS).
 func Mount(dir string, root *Root, opts *gofs.Options) (*fuse.Server, error) {
 	if err := CheckMountpoint(dir); err != nil {
 		return nil, err
 	}
-	return gofs.Mount(dir, root, opts)
+	// gofs.Mount, with the node tree's raw filesystem wrapped.
+	server, err := fuse.NewServer(mountFS{RawFileSystem: gofs.NewNodeFS(root, opts), root: root}, dir, &opts.MountOptions)
+	if err != nil {
+		return nil, err
+	}
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
+		return nil, err
+	}
+	return server, nil
 }
+
+// mountFS is go-fuse's node filesystem with two answers that do not
+// depend on the node, given once here instead of by every node type:
+//
+//   - STATFS: the kernel asks the node of the path given to statfs(2), and
+//     go-fuse answers all zeros for a node without Statfs (so `df` hides
+//     the mount and `getconf NAME_MAX` says 0). Every node answers the
+//     root's (Root.Statfs).
+//   - FSYNC and FSYNCDIR: nothing is ever written, so there is nothing to
+//     sync; go-fuse would answer ENOTSUP, which fsync(2) returns. ENOSYS
+//     is taken by the kernel for success, and it stops sending them for
+//     the whole mount (as with OPEN and FLUSH, see the package doc).
+type mountFS struct {
+	fuse.RawFileSystem
+	root *Root
+}
+
+func (m mountFS) StatFs(cancel <-chan struct{}, in *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
+	return fuse.Status(m.root.Statfs(&fuse.Context{Caller: in.Caller, Cancel: cancel}, out))
+}
+
+func (m mountFS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { return fuse.ENOSYS }
+
+func (m mountFS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { return fuse.ENOSYS }

@@ -75,6 +75,7 @@ type Root struct {
 	skipped map[int64]string // guarded by skipMu; versions latest did not move to, with the cause logged
 
 	readLatency cache.Histogram // FUSE reads of sample files, as served
+	usage       usageCache      // the latest version's size, for Statfs
 }
 
 // ReadLatency times FUSE reads of sample files (for metrics).
@@ -446,6 +447,7 @@ func (l *atLink) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Attr
 type metaDir struct{ gofs.Inode }
 
 var _ = (gofs.NodeLookuper)((*metaDir)(nil))
+var _ = (gofs.NodeGetattrer)((*metaDir)(nil))
 
 // Lookup implements gofs.NodeLookuper.
 func (d *metaDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
@@ -462,6 +464,15 @@ func (d *metaDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		out.SetAttrTimeout(a.Timeout())
 	}
 	return child, 0
+}
+
+// Getattr implements gofs.NodeGetattrer: read-only like every directory,
+// with the mount's start as its time.
+func (d *metaDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	r := d.Root().Operations().(*Root)
+	r.dirAttr(&out.Attr, r.started)
+	out.SetTimeout(r.opts.Refresh)
+	return 0
 }
 
 // statsFile is MOUNT/.deltafs/stats: counters as JSON, rendered afresh by

@@ -359,9 +359,16 @@ func TestMountExtentsUnreadableFile(t *testing.T) {
 	table := newDeltaTable(t, filepath.Join(t.TempDir(), "t"))
 	rows := readMNIST(t)[:40]
 	_, paths := table.commit(time.Now(), digitSchema, chunk(rows, 20))
-	inSecond := map[string]bool{} // sample names of paths[1]'s rows
-	for _, r := range rows[20:] {
-		inSecond[strconv.FormatInt(r.ID, 10)+".png"] = true
+	// The mount's --image check reads the first page of the first data
+	// file by path: the file that vanishes is the other one, none of whose
+	// pages is cached until read.
+	vanish, keep := 0, 1
+	if paths[0] < paths[1] {
+		vanish, keep = 1, 0
+	}
+	inKept := map[string]bool{} // sample names of paths[keep]'s rows
+	for _, r := range rows[keep*20 : keep*20+20] {
+		inKept[strconv.FormatInt(r.ID, 10)+".png"] = true
 	}
 	cacheDir := t.TempDir()
 	m := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--cache-dir", cacheDir)
@@ -370,10 +377,10 @@ func TestMountExtentsUnreadableFile(t *testing.T) {
 	if len(names) != 40 {
 		t.Fatalf("%d samples, want 40", len(names))
 	}
-	// Read the samples of paths[1] only (paths[0]'s pages stay uncached).
+	// Read the samples of paths[keep] only (paths[vanish]'s pages stay uncached).
 	good := map[string][]byte{}
 	for _, n := range names {
-		if inSecond[n] {
+		if inKept[n] {
 			b, err := os.ReadFile(filepath.Join(sd, n))
 			if err != nil {
 				t.Fatal(err)
@@ -381,7 +388,7 @@ func TestMountExtentsUnreadableFile(t *testing.T) {
 			good[n] = b
 		}
 	}
-	if err := os.Remove(filepath.Join(table.dir, paths[0])); err != nil {
+	if err := os.Remove(filepath.Join(table.dir, paths[vanish])); err != nil {
 		t.Fatal(err)
 	}
 	entries, err := gds.ReadManifestFile(filepath.Join(sd, gds.ManifestName))
@@ -412,9 +419,9 @@ func TestMountExtentsUnreadableFile(t *testing.T) {
 		t.Fatalf("%d samples of the second file, want 20", len(good))
 	}
 	deadline := time.Now().Add(5 * time.Second) // the log comes through a pipe
-	for log := m.Log(); !strings.Contains(log, "not materialised") || !strings.Contains(log, paths[0]); log = m.Log() {
+	for log := m.Log(); !strings.Contains(log, "not materialised") || !strings.Contains(log, paths[vanish]); log = m.Log() {
 		if time.Now().After(deadline) {
-			t.Fatalf("mount log does not name the vanished file %s:\n%s", paths[0], log)
+			t.Fatalf("mount log does not name the vanished file %s:\n%s", paths[vanish], log)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -34,6 +34,7 @@ type mountOptions struct {
 
 	MetricsAddr string
 	AllowOther  bool
+	Nonempty    bool
 	Xattrs      bool
 	Debug       bool
 	CPUProfile  string
@@ -46,6 +47,7 @@ func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
 	o.cacheFlags.addFlags(f)
 	f.BoolVar(&o.Xattrs, "xattrs", false, "serve each sample file's disk-cache extent as the xattr "+gds.XattrName+" (materialising it on demand); off by default because xattrs cost ls -l a round trip per file")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. localhost:9100; default: none)")
+	f.BoolVar(&o.Nonempty, "nonempty", false, "mount over a directory that holds files (hidden until the unmount); without it such a mount point is refused")
 	f.BoolVar(&o.AllowOther, "allow-other", false, "let other users read the mount (needs user_allow_other in /etc/fuse.conf when not root)")
 	f.BoolVar(&o.Debug, "fuse-debug", false, "log every FUSE request")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the server to this file until unmount")
@@ -70,7 +72,9 @@ func newMountCmd() *cobra.Command {
     at/<time>                  link to the version current at <time> (Unix ms, RFC 3339 or as deltafs log prints it)
     .deltafs/stats             counters (JSON)
 
-The table, its latest version and the sample flags are checked before mounting. The
+The table, its latest version and the sample flags are checked before mounting
+(--image against the length of one value of the data column), and so is MOUNTPOINT:
+an existing, empty directory (--nonempty mounts over files, hiding them). The
 mount runs in the foreground and logs to stderr; SIGINT or SIGTERM unmounts it.
 
 Exit status: 0 after a clean unmount, 1 on any error (one line on stderr; nothing is
@@ -96,6 +100,11 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	}
 	if err := dfs.CheckMountpoint(mnt); err != nil {
 		return err
+	}
+	if !o.Nonempty {
+		if err := dfs.CheckEmpty(mnt); err != nil {
+			return err
+		}
 	}
 	stk, err := openStack(ctx, location, &o.specFlags, &o.cacheFlags)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	dfs "github.com/deltafs/deltafs/fs"
 )
 
 func init() { rootCmd.AddCommand(newUnmountCmd()) }
@@ -19,7 +21,8 @@ func newUnmountCmd() *cobra.Command {
 		Use:   "unmount MOUNTPOINT [--lazy]",
 		Short: "Unmount a deltafs mount (also a stale one whose server died)",
 		Long: `Unmount MOUNTPOINT with fusermount3 -u; when that fails and deltafs runs as root,
-with umount(2). --lazy detaches the mount now and lets it go when the last open file
+with umount(2). Only a deltafs mount is unmounted (filesystem type fuse.deltafs in
+/proc/self/mountinfo): anything else at MOUNTPOINT, or nothing, is refused with exit 1. --lazy detaches the mount now and lets it go when the last open file
 closes (fusermount3 -u -z, MNT_DETACH), which also clears a stale mount ("transport
 endpoint is not connected") that is still in use.
 
@@ -32,6 +35,18 @@ Exit status: 0 when MOUNTPOINT is no longer mounted, 1 on any error, 2 on bad us
 }
 
 func runUnmount(dir string, lazy bool) error {
+	// Refuse anything but a deltafs mount: as root, umount(2) below would
+	// unmount whatever is there. Found in mountinfo, not by a stat, so
+	// that a stale mount (ENOTCONN) still qualifies.
+	m, ok, err := dfs.FindMount(dir)
+	switch {
+	case err != nil:
+		return fmt.Errorf("unmount %s: %w", dir, err)
+	case !ok:
+		return fmt.Errorf("unmount %s: not a mount point", dir)
+	case m.FSType != dfs.FSType:
+		return fmt.Errorf("unmount %s: not a deltafs mount (%s from %s); refusing to unmount it", dir, m.FSType, m.Source)
+	}
 	args := []string{"-u"}
 	if lazy {
 		args = append(args, "-z")

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/dustin/go-humanize"
@@ -15,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/deltafs/deltafs/cache"
 	"github.com/deltafs/deltafs/sample"
 )
 
@@ -47,8 +49,16 @@ rate, ETA) goes to stderr.
 TIME for --at is Unix milliseconds, RFC 3339 (2024-05-01T12:00:00Z) or a time as
 ` + "`deltafs log`" + ` prints it, in UTC ("2024-05-01 12:00:00.000").
 
-Exit status: 0 when every sample is cached, 1 on any error (one line on stderr),
-2 on bad usage.`,
+Every cache entry the pass reads is counted, and checked on disk at the end: the
+command succeeds only when all are there, so that the mount really reads nothing
+from the data files. When they need more than --cache-size the pass stops as soon
+as it knows, and says how much is needed (in proportion to the samples done); when
+they fit but were not all kept (a disk too full, write errors, another process
+evicting), it says so.
+
+Exit status: 0 when every entry the mount needs is in the disk cache, 1 on any
+error or when the data does not fit or was not kept (one line on stderr), 2 on
+bad usage.`,
 		Example: `  deltafs warm /data/mnist --version 3 --image 28x28 --cache-dir /nvme/deltafs
   deltafs warm s3://bucket/table --at 2024-05-01T12:00:00Z --shards 8 --shard 2`,
 		Args: positional("TABLE"),
@@ -88,16 +98,30 @@ func runWarm(cmd *cobra.Command, location string, o *warmOptions) error {
 	if err != nil {
 		return withLocation(location, err)
 	}
+	// The snapshot first: its error names the table and version once.
+	snap, err := stk.table.Snapshot(ctx, version)
+	if err != nil {
+		return withLocation(location, err)
+	}
+	if snap.Version != stk.latest.Version {
+		if err := checkImageShape(ctx, location, &o.specFlags, stk.fetcher, snap); err != nil {
+			return err
+		}
+	}
+	// From here on, every cache entry read is one the mount will read.
+	stk.ledger.start()
 	ver, err := stk.samples.Version(ctx, version)
 	if err != nil {
 		return withLocation(location, err)
 	}
 	shards := []int{o.shard}
+	what := fmt.Sprintf("%s version %d shard %d", location, version, o.shard)
 	if o.shard < 0 {
 		shards = shards[:0]
 		for k := range ver.Shards() {
 			shards = append(shards, k)
 		}
+		what = fmt.Sprintf("%s version %d", location, version)
 	}
 	start := time.Now()
 	var built []*sample.Shard
@@ -105,7 +129,7 @@ func runWarm(cmd *cobra.Command, location string, o *warmOptions) error {
 	for _, k := range shards {
 		sh, err := ver.Shard(ctx, k)
 		if err != nil {
-			return fmt.Errorf("%s version %d shard %d: %w", location, version, k, err)
+			return fileErrorLine(location, err)
 		}
 		built = append(built, sh)
 		total += int64(sh.Len())
@@ -130,25 +154,90 @@ func runWarm(cmd *cobra.Command, location string, o *warmOptions) error {
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionOnCompletion(func() { fmt.Fprintln(out) }),
 	)
+	// A pass that outgrows the budget stops there: the cache would evict
+	// its own first entries, and the rest of the reads would be wasted.
+	fillCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	var done atomic.Int64
-	for i, sh := range built {
-		if err := warmShard(ctx, sh, o.parallel, func(size int64) {
+	for _, sh := range built {
+		err := warmShard(fillCtx, sh, o.parallel, func(size int64) {
 			n := done.Add(1)
 			if n%256 == 0 || n == total {
 				bar.Describe(fmt.Sprintf("%d/%d samples", n, total))
 			}
 			_ = bar.Add64(size)
-		}); err != nil {
-			_ = bar.Exit()
-			fmt.Fprintln(out)
-			return fmt.Errorf("%s version %d shard %d: %w", location, version, shards[i], err)
+			if _, need := stk.ledger.needed(); need > stk.budget {
+				stop(errTooBig)
+			}
+		})
+		if err == nil {
+			continue
 		}
+		_ = bar.Exit()
+		fmt.Fprintln(out)
+		if errors.Is(context.Cause(fillCtx), errTooBig) && ctx.Err() == nil {
+			return tooBig(what, stk, done.Load(), total)
+		}
+		if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+			return err
+		}
+		return fileErrorLine(location, err)
 	}
 	_ = bar.Finish()
+	if _, need := stk.ledger.needed(); need > stk.budget {
+		return tooBig(what, stk, total, total)
+	}
+	// Count what the disk cache kept: a mount reads from the data files
+	// whatever is missing.
+	entries, need := stk.ledger.needed()
+	kept, keptBytes := stk.ledger.kept(stk.pages)
+	if kept < entries {
+		return notKept(what, stk, entries, need, kept, keptBytes)
+	}
 	fs := stk.fetcher.Stats()
 	slog.Info("warmed", "samples", total, "bytes", humanize.IBytes(uint64(totalBytes)), "took", time.Since(start).Round(time.Millisecond),
-		"read_from_storage", humanize.IBytes(uint64(stk.counted.dataBytes.Load())), "pages", fs.PagesDecoded)
+		"read_from_storage", humanize.IBytes(uint64(stk.counted.dataBytes.Load())), "pages", fs.PagesDecoded,
+		"cache_entries", entries, "cache_bytes", humanize.IBytes(uint64(need)), "cache_budget", humanize.IBytes(uint64(stk.budget)))
 	return nil
+}
+
+// errTooBig stops a warm pass whose entries outgrew the disk budget.
+var errTooBig = errors.New("the disk cache budget is too small")
+
+// tooBig is the error of a pass that needs more than the budget, after
+// done of total samples: how much it needs, estimated in proportion when
+// it stopped early.
+func tooBig(what string, stk *stack, done, total int64) error {
+	_, need := stk.ledger.needed()
+	budget := humanize.IBytes(uint64(stk.budget))
+	if done < total && done > 0 {
+		return fmt.Errorf("%s does not fit the disk cache: its first %d of %d samples already need more than --cache-size %s (about %s for all); give a larger --cache-size, the same to the mount",
+			what, done, total, budget, humanize.IBytes(uint64(float64(need)*float64(total)/float64(done))))
+	}
+	return fmt.Errorf("%s does not fit the disk cache: it needs %s, more than --cache-size %s; give a larger --cache-size, the same to the mount",
+		what, humanize.IBytes(uint64(need)), budget)
+}
+
+// notKept is the error of a pass that fits the budget but whose entries
+// are not all on disk afterwards, with the likely cause.
+func notKept(what string, stk *stack, entries int, need int64, kept int, keptBytes int64) error {
+	st := stk.pages.Stats()
+	// The cache makes room below its free-space floor by evicting, the
+	// pass's own entries too: look at the disk rather than at the counters.
+	var fs syscall.Statfs_t
+	tooFull := syscall.Statfs(stk.pages.Dir(), &fs) == nil &&
+		float64(fs.Bavail)*float64(fs.Bsize) < cache.DefaultMinFreeFraction*float64(fs.Blocks)*float64(fs.Bsize)+float64(need-keptBytes)
+	var why string
+	switch {
+	case st.FloorSkips > 0 || tooFull:
+		why = fmt.Sprintf("the filesystem of %s is too full (the cache keeps %.0f%% of it free)", stk.cacheDir, 100*cache.DefaultMinFreeFraction)
+	case st.DiskWriteErrors > 0:
+		why = fmt.Sprintf("%d entries could not be written (see the log)", st.DiskWriteErrors)
+	default:
+		why = "entries were evicted meanwhile by another process using " + stk.cacheDir + " (with a smaller --cache-size?)"
+	}
+	return fmt.Errorf("%s: the disk cache kept %d of %d entries (%s of %s): %s; a mount would read the rest from the data files",
+		what, kept, entries, humanize.IBytes(uint64(keptBytes)), humanize.IBytes(uint64(need)), why)
 }
 
 // warmShard fills the cache for every sample of sh, parallel at once, in
@@ -166,7 +255,8 @@ func warmShard(ctx context.Context, sh *sample.Shard, parallel int, done func(si
 				}
 				for pos := lo; pos < min(lo+block, sh.Len()); pos++ {
 					if err := sh.Fill(gctx, pos); err != nil {
-						return fmt.Errorf("sample %s: %w", sh.Path(pos), err)
+						// Names the data file (and version): enough.
+						return err
 					}
 					done(sh.Size(pos))
 				}

@@ -87,7 +87,13 @@ func TestMountMetrics(t *testing.T) {
 		{"deltafs_sample_reads_total", 1000},
 		{"deltafs_fuse_read_seconds_count", 1000},
 	} {
-		if d := after[c.name] - before[c.name]; d < c.min {
+		d := after[c.name] - before[c.name]
+		if c.name == "deltafs_storage_data_file_read_bytes_total" {
+			// Since the mount started: its --image check read the first
+			// page before the first scrape, and the reads find it cached.
+			d = after[c.name]
+		}
+		if d < c.min {
 			t.Errorf("%s moved by %v reading 1000 files, want at least %v", c.name, d, c.min)
 		}
 	}

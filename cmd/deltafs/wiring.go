@@ -64,33 +64,39 @@ type cacheFlags struct {
 }
 
 func (o *cacheFlags) addFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.MemCache, "mem-cache", "256MiB", "memory cache for decoded Parquet pages")
+	f.StringVar(&o.MemCache, "mem-cache", "256MiB", "memory cache for decoded Parquet pages (0: none)")
 	f.StringVar(&o.CacheDir, "cache-dir", "", `disk cache directory, kept across mounts (default: the user cache directory's deltafs, e.g. ~/.cache/deltafs; "none": no disk cache)`)
-	f.StringVar(&o.CacheSize, "cache-size", humanize.IBytes(cache.DefaultDiskBytes), "disk cache budget")
+	f.StringVar(&o.CacheSize, "cache-size", humanize.IBytes(cache.DefaultDiskBytes), "disk cache budget, more than 0 (for no disk cache: --cache-dir none; an entry takes 8 KiB at least)")
 	f.IntVar(&o.ReadAheadPages, "read-ahead", 4, "pages read ahead of a shard's reads in the same data file (0: none)")
-	f.StringVar(&o.ReadAheadBytes, "read-ahead-bytes", humanize.IBytes(cache.DefaultPrefetchBytes), "bound on the bytes of read-ahead in flight")
-	f.IntVar(&o.ReadAheadReads, "read-ahead-reads", cache.DefaultPrefetchWorkers, "bound on the concurrent read-ahead reads")
+	f.StringVar(&o.ReadAheadBytes, "read-ahead-bytes", humanize.IBytes(cache.DefaultPrefetchBytes), "bound on the bytes of read-ahead in flight (0: no read-ahead)")
+	f.IntVar(&o.ReadAheadReads, "read-ahead-reads", cache.DefaultPrefetchWorkers, "bound on the concurrent read-ahead reads (0: no read-ahead)")
 	f.BoolVar(&o.Fsync, "cache-fsync", false, "fsync each disk cache entry before it appears (a power loss then keeps just-written entries; without it a torn entry fails its checksum and is fetched again)")
 }
 
-// options turns the flags into cache options.
+// options turns the flags into cache options, all but the directory (see
+// dir). Errors are about the flags: usage errors for the caller.
 func (o *cacheFlags) options() (cache.Options, error) {
-	memBytes, err := humanize.ParseBytes(o.MemCache)
+	memBytes, err := parseSize("--mem-cache", o.MemCache)
 	if err != nil {
-		return cache.Options{}, fmt.Errorf("--mem-cache: %w", err)
+		return cache.Options{}, err
 	}
-	diskBytes, err := humanize.ParseBytes(o.CacheSize)
+	diskBytes, err := parseSize("--cache-size", o.CacheSize)
 	if err != nil {
-		return cache.Options{}, fmt.Errorf("--cache-size: %w", err)
+		return cache.Options{}, err
 	}
-	raBytes, err := humanize.ParseBytes(o.ReadAheadBytes)
+	if o.CacheDir != "none" && diskBytes == 0 {
+		// The cache package reads 0 as its default (10 GiB): never that
+		// silently.
+		return cache.Options{}, fmt.Errorf("--cache-size %s: a disk cache needs room; use --cache-dir none for no disk cache", o.CacheSize)
+	}
+	raBytes, err := parseSize("--read-ahead-bytes", o.ReadAheadBytes)
 	if err != nil {
-		return cache.Options{}, fmt.Errorf("--read-ahead-bytes: %w", err)
+		return cache.Options{}, err
 	}
 	if o.ReadAheadPages < 0 || o.ReadAheadReads < 0 {
 		return cache.Options{}, errors.New("--read-ahead and --read-ahead-reads must not be negative")
 	}
-	opts := cache.Options{MemBytes: int64(memBytes), DiskBytes: int64(diskBytes), PrefetchBytes: int64(raBytes), PrefetchWorkers: o.ReadAheadReads,
+	opts := cache.Options{MemBytes: memBytes, DiskBytes: diskBytes, PrefetchBytes: raBytes, PrefetchWorkers: o.ReadAheadReads,
 		// Every read verifies the entry's checksums: durability is all
 		// that fsync adds, and a lost entry is only a miss.
 		SkipFsync: !o.Fsync}
@@ -101,16 +107,40 @@ func (o *cacheFlags) options() (cache.Options, error) {
 		opts.PrefetchWorkers = -1
 		opts.PrefetchBytes = 0
 	}
-	switch o.CacheDir {
-	case "none":
-	case "":
-		if opts.Dir, err = cache.DefaultDir(); err != nil {
-			return opts, err
-		}
-	default:
-		opts.Dir = o.CacheDir
+	if o.CacheDir != "none" {
+		opts.Dir = o.CacheDir // "" until openStack resolves the default (dir)
 	}
 	return opts, nil
+}
+
+// dir is the disk cache directory: --cache-dir, else the default; "" for
+// none. Not finding a default is not a usage error (exit 1).
+func (o *cacheFlags) dir() (string, error) {
+	switch o.CacheDir {
+	case "none":
+		return "", nil
+	case "":
+		d, err := cache.DefaultDir()
+		if err != nil {
+			return "", fmt.Errorf("no default disk cache directory (%v): give --cache-dir DIR, or --cache-dir none for no disk cache", err)
+		}
+		return d, nil
+	}
+	return o.CacheDir, nil
+}
+
+// openCache opens the cache the flags describe; a directory that cannot be
+// used says which flag to give instead.
+func (o *cacheFlags) openCache(opts cache.Options) (*cache.Cache, error) {
+	c, err := cache.New(opts)
+	var de *cache.DirError
+	if errors.As(err, &de) {
+		if o.CacheDir == "" {
+			return nil, fmt.Errorf("the default disk cache directory cannot be used: %v; give a writable --cache-dir DIR, or --cache-dir none for no disk cache", err)
+		}
+		return nil, fmt.Errorf("--cache-dir %s: %v; give a writable directory, or --cache-dir none for no disk cache", o.CacheDir, err)
+	}
+	return c, err
 }
 
 // stack is what mount and warm read a table through: counted storage, the
@@ -124,7 +154,9 @@ type stack struct {
 	latest   *snapshot.Snapshot
 	describe string
 	cacheDir string
+	budget   int64 // the disk cache's byte budget (--cache-size)
 	pages    *cache.Cache
+	ledger   warmLedger // what a warm pass read through the cache
 	fetcher  *sample.PageFetcher
 	samples  *sample.Samples
 }
@@ -147,7 +179,8 @@ func (s *stack) closeStorage() error {
 }
 
 // openStack checks the flags and the table (it opens, lists, and its latest
-// version can be read and fits the spec) and builds the read stack. Errors in
+// version can be read and fits the spec, --image included: see
+// checkImageShape) and builds the read stack. Errors in
 // the flags are usageErrors.
 func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFlags) (*stack, error) {
 	spec, err := sf.spec()
@@ -158,6 +191,9 @@ func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFla
 	if err != nil {
 		return nil, usageError{err}
 	}
+	if cacheOpts.Dir, err = cf.dir(); err != nil {
+		return nil, err
+	}
 	if !strings.Contains(location, "://") {
 		if _, err := os.Stat(location); errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s: no such table: the directory does not exist", location)
@@ -167,7 +203,7 @@ func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFla
 	if err != nil {
 		return nil, err
 	}
-	s := &stack{location: location, st: st, counted: &countingStorage{Storage: st}, cacheDir: cacheOpts.Dir}
+	s := &stack{location: location, st: st, counted: &countingStorage{Storage: st}, cacheDir: cacheOpts.Dir, budget: cacheOpts.DiskBytes}
 	if s.table, err = snapshot.Open(ctx, s.counted); err != nil {
 		return nil, withLocation(location, err)
 	}
@@ -187,10 +223,10 @@ func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFla
 	if err != nil {
 		return nil, err
 	}
-	if s.pages, err = cache.New(cacheOpts); err != nil {
+	if s.pages, err = cf.openCache(cacheOpts); err != nil {
 		return nil, err
 	}
-	blobs := cacheAdapter{c: s.pages, table: st.Location()}
+	blobs := cacheAdapter{c: s.pages, table: st.Location(), ledger: &s.ledger}
 	ra := cf.ReadAheadPages
 	if cacheOpts.PrefetchWorkers < 0 {
 		ra = 0
@@ -201,6 +237,10 @@ func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFla
 	if err != nil {
 		s.pages.Close()
 		return nil, usageError{err}
+	}
+	if err := checkImageShape(ctx, location, sf, s.fetcher, s.latest); err != nil {
+		s.pages.Close()
+		return nil, err
 	}
 	return s, nil
 }
@@ -215,8 +255,9 @@ func withLocation(location string, err error) error {
 
 // cacheAdapter makes the two-tier cache the sample layer's BlobCache.
 type cacheAdapter struct {
-	c     *cache.Cache
-	table string
+	c      *cache.Cache
+	table  string
+	ledger *warmLedger // records what is read once started (warm)
 }
 
 func (a cacheAdapter) key(k sample.CacheKey) cache.Key {
@@ -224,7 +265,12 @@ func (a cacheAdapter) key(k sample.CacheKey) cache.Key {
 }
 
 func (a cacheAdapter) Get(ctx context.Context, k sample.CacheKey, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
-	return a.c.Get(ctx, a.key(k), fetch)
+	key := a.key(k)
+	v, err := a.c.Get(ctx, key, fetch)
+	if err == nil {
+		a.ledger.add(key, len(v))
+	}
+	return v, err
 }
 
 // Prefetch implements sample.Prefetcher: read-ahead, bounded by the cache's
