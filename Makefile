@@ -19,7 +19,9 @@ FUZZ_TARGETS := \
 	./snapshot FuzzParseCommit \
 	./snapshot FuzzDecodeDeletionVector \
 	./snapshot FuzzCheckpointCrossCheck \
-	./gds FuzzParseManifest
+	./gds FuzzParseManifest \
+	./fs FuzzParseName \
+	./sample FuzzEscapeName
 
 .PHONY: all build test unit fuzz vet demo bench deps clean
 

@@ -51,7 +51,7 @@ func TestExampleMNIST(t *testing.T) {
 		filepath.Join(m.Dir, "latest", "shard", "0"), "--val", filepath.Join(m.Dir, "latest", "shard", "1"),
 		"--epochs", "1", "--max-steps", "20", "--batch-size", "32", "--workers", "1", "--threads", "1")
 	for _, re := range []string{
-		`(?m)^5000 samples in 10 classes from .*/latest/shard/0$`,
+		`(?m)^5000 samples in 10 classes from .*/mnt/version/0/shard/0$`,
 		`(?m)^epoch 1 \[32/5000\] loss \d+\.\d{4}$`,
 		`(?m)^epoch 1: accuracy [01]\.\d{4}, \d+ samples/s$`,
 	} {

@@ -124,14 +124,27 @@ func TestShardsHoldEveryClass(t *testing.T) {
 		t.Errorf("warned about class sets on a shuffled import:\n%s", m.Log())
 	}
 
-	// Clustered: one class per commit, one file each; two shards get one
-	// class each, and the mount says so.
+	// Clustered: one class per commit, one file each. The balanced layout
+	// (the default with a class column) deals each class across both
+	// shards anyway, so torchvision numbers the classes alike on both
+	// ranks; the contiguous layout gives each shard one class, and the
+	// mount says so.
 	clustered := filepath.Join(dir, "clustered")
 	writeTree(t, filepath.Join(dir, "src-a"), classes[:1], 10)
 	writeTree(t, filepath.Join(dir, "src-b"), classes[1:2], 10)
 	run(t, bin, "import", filepath.Join(dir, "src-a"), clustered)
 	run(t, bin, "import", filepath.Join(dir, "src-b"), clustered)
-	mc := mounttest.Start(t, bin, clustered, "--shards", "2", "--class-column", "label")
+	mb := mounttest.Start(t, bin, clustered, "--shards", "2", "--class-column", "label")
+	var croots []string
+	for k := 0; k < 2; k++ {
+		croots = append(croots, filepath.Join(mb.Dir, "version", "1", "shard", fmt.Sprint(k)))
+	}
+	for k, c2i := range torchvisionClasses(t, python, croots) {
+		if fmt.Sprint(c2i) != fmt.Sprint(map[string]int{"ant": 0, "bee": 1}) {
+			t.Errorf("clustered table, balanced layout, shard %d: class_to_idx %v", k, c2i)
+		}
+	}
+	mc := mounttest.Start(t, bin, clustered, "--shards", "2", "--class-column", "label", "--shard-layout", "contiguous")
 	for k := 0; k < 2; k++ {
 		if _, err := os.ReadDir(filepath.Join(mc.Dir, "latest", "shard", fmt.Sprint(k))); err != nil {
 			t.Fatal(err)
@@ -140,7 +153,7 @@ func TestShardsHoldEveryClass(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(mc.Log(), "shards hold different classes") {
 		if time.Now().After(deadline) {
-			t.Fatalf("no class set warning for a clustered table; log:\n%s", mc.Log())
+			t.Fatalf("no class set warning for a clustered table under the contiguous layout; log:\n%s", mc.Log())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

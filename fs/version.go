@@ -24,13 +24,20 @@ var _ = (gofs.NodeLookuper)((*versionsDir)(nil))
 var _ = (gofs.NodeReaddirer)((*versionsDir)(nil))
 var _ = (gofs.NodeGetattrer)((*versionsDir)(nil))
 
-// parseIndex parses a canonical non-negative decimal ("7", not "07").
+// parseIndex parses a canonical non-negative decimal: ASCII digits only,
+// no sign, no leading zero ("7", not "07", "+7" or "٧"), so that every
+// version and shard has exactly one name.
 func parseIndex(name string) (int64, bool) {
 	if name == "" || len(name) > 1 && name[0] == '0' || len(name) > 18 {
 		return 0, false
 	}
+	for i := 0; i < len(name); i++ {
+		if name[i] < '0' || name[i] > '9' {
+			return 0, false
+		}
+	}
 	n, err := strconv.ParseInt(name, 10, 64)
-	return n, err == nil && n >= 0
+	return n, err == nil
 }
 
 // Lookup implements gofs.NodeLookuper.

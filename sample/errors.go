@@ -3,6 +3,8 @@ package sample
 import (
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 )
 
 // ErrNotExist is returned for names that are not in a version or shard.
@@ -19,7 +21,21 @@ type FileError struct {
 }
 
 func (e *FileError) Error() string {
-	return fmt.Sprintf("%s version %d: data file %s: %v", e.Table, e.Version, e.Path, e.Err)
+	return fmt.Sprintf("%s version %d: data file %s: %s", e.Table, e.Version, e.Path, withoutName(e.Err.Error(), e.Path))
+}
+
+// withoutName drops the "FILE: " prefixes lower layers put in a cause (the
+// storage key, the path as the log spells it), which the error names once
+// already.
+func withoutName(cause, path string) string {
+	names := []string{path}
+	if p, err := url.PathUnescape(path); err == nil && p != path {
+		names = append(names, p)
+	}
+	for _, n := range names {
+		cause = strings.ReplaceAll(cause, n+": ", "")
+	}
+	return cause
 }
 
 func (e *FileError) Unwrap() error { return e.Err }
@@ -35,7 +51,7 @@ type SampleError struct {
 }
 
 func (e *SampleError) Error() string {
-	return fmt.Sprintf("%s version %d: data file %s row %d: %v", e.Table, e.Version, e.Path, e.Row, e.Err)
+	return fmt.Sprintf("%s version %d: data file %s row %d: %s", e.Table, e.Version, e.Path, e.Row, withoutName(e.Err.Error(), e.Path))
 }
 
 func (e *SampleError) Unwrap() error { return e.Err }

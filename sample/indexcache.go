@@ -110,6 +110,7 @@ func (v *Version) cachedIndex(ctx context.Context, r *resolved, f *snapshot.AddF
 		return nil, false, err
 	}
 	if fs, err = decodeIndex(blob); err == nil {
+		fs.ref = ref
 		return fs, false, nil
 	}
 	// A cached index that does not decode (checksums passed, so an old

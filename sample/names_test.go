@@ -61,3 +61,27 @@ func TestFitName(t *testing.T) {
 		t.Errorf("short name changed: %q", short)
 	}
 }
+
+// FuzzEscapeName: every value escapes to a safe file-name component that
+// unescapes to it, also with its first byte escaped (reserved names), and
+// no value but a null is named NullName.
+func FuzzEscapeName(f *testing.F) {
+	for _, s := range []string{"", "7", "__null__", "_samples.tsv", "%", "~", "a/b", ".", "..", "\x00", "\xff", "é"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e := EscapeName(s)
+		if e == "" || e == "." || e == ".." || e == NullName || strings.ContainsAny(e, "/\x00~") || e[0] == '.' {
+			t.Fatalf("EscapeName(%q) = %q is not a safe, unreserved name", s, e)
+		}
+		names := []string{e}
+		if e[0] != '%' { // reserved names start with '_'
+			names = append(names, escapeFirst(e))
+		}
+		for _, n := range names {
+			if back, ok := UnescapeName(n); !ok || back != s {
+				t.Fatalf("UnescapeName(%q) = %q, %v; want %q", n, back, ok, s)
+			}
+		}
+	})
+}

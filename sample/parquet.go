@@ -288,6 +288,9 @@ func (p *PageFetcher) Identify(ctx context.Context, ref FileRef) (FileRef, error
 		return ref, nil
 	}
 	info, err := p.st.Stat(ctx, ref.Key)
+	if errors.Is(err, storage.ErrNotExist) && !storage.IsTableWide(err) {
+		return ref, fmt.Errorf("data file missing from storage (vacuumed?): %w", storage.ErrNotExist)
+	}
 	if err != nil {
 		return ref, err
 	}

@@ -235,7 +235,7 @@ func TestUnreadableFileFailsItsShard(t *testing.T) {
 		t.Helper()
 		var fe *sample.FileError
 		if !errors.As(err, &fe) || fe.Path != "b" || !errors.Is(err, storage.ErrNotExist) ||
-			err.Error() != "mem://table version 0: data file b: b: object does not exist" {
+			err.Error() != "mem://table version 0: data file b: object does not exist" {
 			t.Fatalf("got %v, want the FileError of b", err)
 		}
 	}

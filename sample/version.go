@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -97,11 +98,18 @@ func commitJSON(snap *snapshot.Snapshot) []byte {
 	return append(b, '\n')
 }
 
-// fileErr names a data file of the version in an error.
+// fileErr names a data file of the version in an error, once: a cause
+// from the log side (a deletion vector) names its own file and is
+// returned as it is, and the scan layer's naming of the file is dropped.
 func (v *Version) fileErr(path string, err error) error {
 	var fe *FileError
-	if errors.As(err, &fe) {
+	var se *snapshot.Error
+	var sfe *scan.FileError
+	switch {
+	case errors.As(err, &fe), errors.As(err, &se):
 		return err
+	case errors.As(err, &sfe):
+		err = sfe.Err
 	}
 	return &FileError{Table: v.s.location(), Version: v.snap.Version, Path: path, Err: err}
 }

@@ -49,6 +49,7 @@ cat <<MSG
 
 == 4. Train on it (torchvision's ImageFolder, unmodified), in another terminal:
    /usr/bin/python3 examples/mnist/train.py $mnt/latest/shard/0 --val $mnt/latest/shard/1 --epochs 1
+     (train.py pins the version: it resolves latest once, so a new commit cannot change the data mid-training)
    /usr/bin/python3 -m torch.distributed.run --nproc_per_node 2 --redirects 1 --tee 1 examples/ddp/train_ddp.py $mnt
 
    Time travel: ls $mnt/version/0/shard/0      ls $mnt/at/\$(date -u +%Y-%m-%dT%H:%M:%SZ)

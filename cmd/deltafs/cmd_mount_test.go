@@ -192,7 +192,7 @@ func TestMountMNIST(t *testing.T) {
 	table.commit(ts, digitSchema, chunk(digits, 2500))
 	m := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--class-column", "label", "--cache-dir", "none")
 	sd := filepath.Join(m.Dir, "latest", "shard", "0")
-	wantSpec := `spec="id=id data=pixels (raw 28x28x1 pixels as png, 880 bytes each) class=label shards=1"`
+	wantSpec := `spec="id=id data=pixels (raw 28x28x1 pixels as png, 880 bytes each) class=label shards=1 layout=balanced"`
 	if !strings.Contains(m.Log(), wantSpec) {
 		t.Errorf("the mount log does not print the sample spec %s:\n%s", wantSpec, m.Log())
 	}
@@ -489,36 +489,6 @@ func TestMountSnapshotIsolation(t *testing.T) {
 		t.Errorf("the fresh mount read no data file bytes: %s %v", stats, err)
 	}
 	t.Logf("version 0 read %d times in full while 20 versions were committed", reads.Load())
-}
-
-func TestMountVacuumedFile(t *testing.T) {
-	bin := mounttest.Binary(t)
-	digits := readMNIST(t)[:300]
-	table := newDeltaTable(t, filepath.Join(t.TempDir(), "vac"))
-	_, paths := table.commit(time.Now(), digitSchema, chunk(digits, 100))
-	if err := os.Remove(filepath.Join(table.dir, paths[1])); err != nil {
-		t.Fatal(err)
-	}
-	m := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--cache-dir", "none")
-	sd := filepath.Join(m.Dir, "version", "0", "shard", "0")
-	var ok, eio int
-	for _, p := range samplesUnder(t, sd) {
-		_, err := os.ReadFile(filepath.Join(sd, p))
-		switch {
-		case err == nil:
-			ok++
-		case errors.Is(err, syscall.EIO):
-			eio++
-		default:
-			t.Fatalf("%s: %v", p, err)
-		}
-	}
-	if ok != 200 || eio != 100 {
-		t.Fatalf("%d samples read, %d failed with EIO; want 200 and 100", ok, eio)
-	}
-	if log := m.Log(); !strings.Contains(log, paths[1]) || !strings.Contains(log, "version=0") {
-		t.Fatalf("no log line names the vacuumed file and version:\n%s", log)
-	}
 }
 
 func TestMountIDs(t *testing.T) {

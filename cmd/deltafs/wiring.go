@@ -20,12 +20,14 @@ import (
 
 // specFlags are the sample-spec flags shared by mount and warm.
 type specFlags struct {
-	IDColumn    string
-	DataColumn  string
-	Image       string
-	ImageFormat string
-	ClassColumn string
-	Shards      int
+	IDColumn       string
+	DataColumn     string
+	Image          string
+	ImageFormat    string
+	ClassColumn    string
+	Shards         int
+	Layout         string
+	SkipUnreadable bool
 }
 
 func (o *specFlags) addFlags(f *pflag.FlagSet) {
@@ -35,10 +37,13 @@ func (o *specFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.ImageFormat, "image-format", "", "image encoding with --image: png (default) or pnm (PGM/PPM)")
 	f.StringVar(&o.ClassColumn, "class-column", "", "put samples in class folders named by this column (ImageFolder layout)")
 	f.IntVar(&o.Shards, "shards", 1, "split every version into this many shards of equal size (within one sample)")
+	f.StringVar(&o.Layout, "shard-layout", "", "how rows are split into shards: balanced (each class dealt across every shard; the default with --class-column) or contiguous (ranges of rows in append order, each shard reading about 1/S of the data files; the default without)")
+	f.BoolVar(&o.SkipUnreadable, "skip-unreadable", false, "leave out the samples of data files that cannot be read, with a warning, instead of failing the shards that need them (EIO)")
 }
 
 func (o *specFlags) spec() (sample.Spec, error) {
-	s := sample.Spec{IDColumn: o.IDColumn, DataColumn: o.DataColumn, ImageFormat: o.ImageFormat, ClassColumn: o.ClassColumn, Shards: o.Shards}
+	s := sample.Spec{IDColumn: o.IDColumn, DataColumn: o.DataColumn, ImageFormat: o.ImageFormat, ClassColumn: o.ClassColumn, Shards: o.Shards,
+		Layout: o.Layout, SkipUnreadable: o.SkipUnreadable}
 	if o.Image != "" {
 		im, err := sample.ParseImage(o.Image)
 		if err != nil {

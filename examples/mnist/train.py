@@ -7,6 +7,11 @@ table version, e.g. MOUNT/latest/shard/0, mounted with
 
     /usr/bin/python3 examples/mnist/train.py MOUNT/latest/shard/0 --epochs 2
 
+A path through MOUNT/latest is resolved once, at start: `latest` moves
+when the table gets a new commit, and an ImageFolder built from one version
+must keep reading that version (its file list would otherwise name samples
+the new version may not have).
+
 --max-steps N stops every epoch after N batches (a quick smoke run).
 
 Prints the loss every few batches and the accuracy after every epoch (on
@@ -81,6 +86,10 @@ def main():
                    help="stop each epoch after this many batches, and measure accuracy on as many (a quick smoke run)")
     args = p.parse_args()
 
+    # Pin the version: resolve MOUNT/latest (and any other link) once.
+    args.data = os.path.realpath(args.data)
+    if args.val:
+        args.val = os.path.realpath(args.val)
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     ds, train = loader(args.data, args.batch_size, args.workers, shuffle=True)
