@@ -41,6 +41,21 @@ func CheckMountpoint(dir string) error {
 	return nil
 }
 
+// Mounted reports whether dir is a mount point now, from
+// /proc/self/mountinfo (no request reaches a FUSE server, so it answers
+// even when the server is stuck).
+func Mounted(dir string) bool {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	if real, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(real, filepath.Base(abs))
+	}
+	_, ok := mountedAt(abs)
+	return ok
+}
+
 // mountedAt reports whether a mount is at the absolute path dir, from
 // /proc/self/mountinfo.
 func mountedAt(dir string) (fstype string, ok bool) {

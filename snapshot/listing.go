@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"time"
 
 	"github.com/deltafs/deltafs/storage"
@@ -65,6 +66,9 @@ type lastCheckpointHint struct {
 func readLastCheckpoint(ctx context.Context, st storage.Storage) int64 {
 	data, err := storage.ReadAll(ctx, st, lastCheckpointKey)
 	if err != nil {
+		if !errors.Is(err, storage.ErrNotExist) {
+			slog.Warn("ignoring the _last_checkpoint hint: the log is listed from its start", "table", st.Location(), "err", err)
+		}
 		return -1
 	}
 	var h lastCheckpointHint

@@ -129,14 +129,21 @@ type stack struct {
 	samples  *sample.Samples
 }
 
-// Close releases the cache (its disk entries stay).
+// Close releases the storage and the cache (its disk entries stay). The
+// storage goes first: cache fills still waiting on it then fail at once
+// instead of holding Close until their retries end.
 func (s *stack) Close() error {
-	err := s.pages.Close()
+	err := s.closeStorage()
+	return errors.Join(err, s.pages.Close())
+}
+
+// closeStorage closes the storage when it is closable (the S3 store:
+// requests in flight fail at once, connections close); later reads fail.
+func (s *stack) closeStorage() error {
 	if c, ok := s.st.(io.Closer); ok {
-		// The S3 store's idle connections, after unmount.
-		err = errors.Join(err, c.Close())
+		return c.Close()
 	}
-	return err
+	return nil
 }
 
 // openStack checks the flags and the table (it opens, lists, and its latest
