@@ -44,9 +44,10 @@ type NotRegularError struct {
 func (e *NotRegularError) Error() string        { return ErrNotRegular.Error() + " (" + e.Kind + ")" }
 func (e *NotRegularError) Is(target error) bool { return target == ErrNotRegular }
 
-// checkRegular returns nil for a regular file, else a *NotRegularError
+// CheckRegular returns nil for the mode of a regular file (as os.Stat
+// gives it, after following symbolic links), else a *NotRegularError
 // naming the kind of file.
-func checkRegular(mode fs.FileMode) error {
+func CheckRegular(mode fs.FileMode) error {
 	if mode.IsRegular() {
 		return nil
 	}
@@ -98,7 +99,7 @@ func statRegular(path string) (fs.FileInfo, error) {
 	if err != nil {
 		return nil, unwrapPath(err)
 	}
-	if err := checkRegular(fi.Mode()); err != nil {
+	if err := CheckRegular(fi.Mode()); err != nil {
 		return nil, err
 	}
 	return fi, nil
@@ -128,7 +129,7 @@ func openRegular(path string) (*localFile, error) {
 		f.Close()
 		return nil, unwrapPath(err)
 	}
-	if err := checkRegular(fi.Mode()); err != nil {
+	if err := CheckRegular(fi.Mode()); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -194,49 +195,41 @@ var ErrTooLarge = errors.New("file too large")
 // regular file (after following symbolic links; ErrNotRegular), refuses a
 // file of more than max bytes before reading it (ErrTooLarge), honours ctx,
 // and fails with ErrChanged rather than return the bytes of a file that
-// changed while read. Errors name path.
+// changed while read. Errors do not name the file: the caller does, in its
+// terms (a path relative to what it reads).
 func ReadLocalFile(ctx context.Context, path string, max int64) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	lf, err := openRegular(path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	defer lf.Close()
 	if lf.size > max {
-		return nil, fmt.Errorf("%s: %w: %d bytes, more than the bound of %d", path, ErrTooLarge, lf.size, max)
+		return nil, fmt.Errorf("%w: %d bytes, over the bound of %d", ErrTooLarge, lf.size, max)
 	}
 	buf := make([]byte, lf.size)
 	if _, err := lf.readAt(ctx, nil, buf, 0); err != nil && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	return buf, nil
 }
 
 // OpenLocalFile opens the local file at path for reading with the checks
 // of ReadLocalFile: never blocking, refusing anything but a regular file.
-// The caller reads it as it likes (a stream) and closes it. Errors name
-// path.
-func OpenLocalFile(path string) (*os.File, fs.FileInfo, error) {
+// The caller reads it as it likes (a stream) and closes it. Errors do not
+// name the file.
+func OpenLocalFile(path string) (*os.File, error) {
 	lf, err := openRegular(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
-	fi, err := lf.f.Stat()
-	if err != nil {
-		lf.Close()
-		return nil, nil, fmt.Errorf("%s: %w", path, unwrapPath(err))
-	}
-	return lf.f, fi, nil
+	return lf.f, nil
 }
 
 // StatLocalFile is os.Stat refusing anything but a regular file, as
-// ReadLocalFile does, without opening it. Errors name path.
+// ReadLocalFile does, without opening it. Errors do not name the file.
 func StatLocalFile(path string) (fs.FileInfo, error) {
-	fi, err := statRegular(path)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return fi, nil
+	return statRegular(path)
 }

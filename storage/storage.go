@@ -46,6 +46,8 @@
 //     into place (ifAbsent) or renames it over the key, so a reader never
 //     sees a partial object. Files are created with mode 0666 and
 //     directories with 0777, less the process umask, as any tool would.
+//   - Close (a mount closes its storage as it unmounts) stops reads in
+//     flight at their next chunk and fails every later call.
 //
 // ReadLocalFile and OpenLocalFile give other local reads (an import's
 // source files) the same guarantees.
