@@ -73,23 +73,29 @@ func (n *hungNode) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, of
 	return fh.(plainFile).Read(ctx, dest, off)
 }
 
-// hungTable serves a copy of dat-basic_append through a FUSE mount where
-// reading basicAppendFile hangs. stuck gets a value when a read hangs.
-func hungTable(t *testing.T) (table string, stuck <-chan struct{}) {
+// hungDir serves dir through a FUSE mount where reading a file named block
+// hangs; stuck gets a value when a read hangs.
+func hungDir(t *testing.T, dir, block string) (mnt string, stuck <-chan struct{}) {
 	t.Helper()
-	src := copyDelta(t, "dat-basic_append")
-	root, err := gofs.NewLoopbackRoot(src)
+	root, err := gofs.NewLoopbackRoot(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	release := make(chan struct{})
 	st := make(chan struct{}, 1)
-	node := &hungNode{LoopbackNode: root.(*gofs.LoopbackNode), block: basicAppendFile, release: release, stuck: st}
-	dir := mounttest.InProcess(t, node, &gofs.Options{})
+	node := &hungNode{LoopbackNode: root.(*gofs.LoopbackNode), block: block, release: release, stuck: st}
+	mnt = mounttest.InProcess(t, node, &gofs.Options{})
 	// Cleanups run last first: the reads are released before the unmount.
 	var once sync.Once
 	t.Cleanup(func() { once.Do(func() { close(release) }) })
-	return dir, st
+	return mnt, st
+}
+
+// hungTable serves a copy of dat-basic_append where reading
+// basicAppendFile hangs.
+func hungTable(t *testing.T) (table string, stuck <-chan struct{}) {
+	t.Helper()
+	return hungDir(t, copyDelta(t, "dat-basic_append"), basicAppendFile)
 }
 
 // startStuck mounts the hung table and gets a read stuck in it: a reader
