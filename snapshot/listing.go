@@ -66,8 +66,12 @@ type lastCheckpointHint struct {
 func readLastCheckpoint(ctx context.Context, st storage.Storage) int64 {
 	data, err := storage.ReadAll(ctx, st, lastCheckpointKey)
 	if err != nil {
-		if !errors.Is(err, storage.ErrNotExist) {
+		switch {
+		case errors.Is(err, storage.ErrNotRegular):
+			// Never read (a named pipe would block): say so once.
 			slog.Warn("ignoring the _last_checkpoint hint: the log is listed from its start", "table", st.Location(), "err", err)
+		case !errors.Is(err, storage.ErrNotExist):
+			slog.Debug("ignoring the _last_checkpoint hint: the log is listed from its start", "table", st.Location(), "err", err)
 		}
 		return -1
 	}

@@ -116,7 +116,8 @@ func ReadAll(ctx context.Context, st Storage, key string) ([]byte, error) {
 }
 
 // ReadRange reads exactly n bytes at off, failing with io.ErrUnexpectedEOF
-// when the object is shorter.
+// when the object is shorter. A read error is returned as the store gave
+// it (it names the key), even when every byte was counted.
 func ReadRange(ctx context.Context, st Storage, key string, off, n int64) ([]byte, error) {
 	buf := make([]byte, n)
 	got, err := st.ReadAt(ctx, key, buf, off)

@@ -30,7 +30,7 @@ type importOptions struct {
 func newImportCmd() *cobra.Command {
 	var o importOptions
 	c := &cobra.Command{
-		Use:   "import SRC TABLE [--mode append|overwrite] [--rows-per-file N]",
+		Use:   "import SRC TABLE [--mode append|overwrite] [--rows-per-file N] [--max-file-size SIZE]",
 		Short: "Write an ImageFolder tree or a NumPy .npy file as a new version of a Delta table",
 		Long: `Import SRC as one new version of the Delta table at TABLE (a path or a URL such as
 s3://bucket/table), creating the table when TABLE holds none.

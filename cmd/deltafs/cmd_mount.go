@@ -69,10 +69,13 @@ func newMountCmd() *cobra.Command {
     .deltafs/stats             counters (JSON)
 
 The table, its latest version and the sample flags are checked before mounting. The
-mount runs in the foreground and logs to stderr; SIGINT or SIGTERM unmounts it.
+mount runs in the foreground and logs to stderr; SIGINT or SIGTERM unmounts it (lazily
+when files stay open under it) and ends the process within 10s, even when reads are
+stuck in storage or the mount point was unmounted from outside; a second signal exits
+at once.
 
-Exit status: 0 after a clean unmount, 1 on any error (one line on stderr; nothing is
-left mounted), 2 on bad usage.`,
+Exit status: 0 after a clean unmount, 1 on any error, also when requests stuck in
+storage were abandoned (one line on stderr; nothing is left mounted), 2 on bad usage.`,
 		Args: positional("TABLE", "MOUNTPOINT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMount(cmd.Context(), &o, args[0], args[1])
