@@ -16,11 +16,11 @@ import (
 // tree) may hold anything a filesystem can: a named pipe whose open or read
 // blocks until a writer comes (forever), a symbolic link to /dev/zero that
 // never ends, a device whose open has side effects, a file rewritten while
-// it is read. Every local read goes through openRegular and readAtMost:
+// it is read. Every local read goes through openRegular and localFile.readAt:
 //
 //   - the path is stat'ed first (following symbolic links) and anything but
-//     a regular file is refused before it is opened, so a device is never
-//     opened;
+//     a regular file is refused before it is opened, so a device is not
+//     opened (one swapped in after the stat is, and refused by the fstat);
 //   - the open is O_NONBLOCK, so a file swapped for a named pipe between the
 //     stat and the open still returns at once, and the open descriptor is
 //     fstat'ed and judged again;

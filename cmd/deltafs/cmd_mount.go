@@ -232,8 +232,11 @@ func stopMount(mnt string, stk *stack, served <-chan struct{}, sig string) error
 		}
 		select {
 		case <-served:
+			// The kernel ended the connection: unmounted meanwhile.
 		case <-time.After(250 * time.Millisecond):
+			continue
 		}
+		break
 	}
 	select {
 	case <-served:
