@@ -72,6 +72,14 @@ type MountInfo struct {
 	Source string // for deltafs, the table's location
 }
 
+// Mounted reports whether dir is a mount point now, from
+// /proc/self/mountinfo (no request reaches a FUSE server, so it answers
+// even when the server is stuck).
+func Mounted(dir string) bool {
+	_, ok, _ := FindMount(dir)
+	return ok
+}
+
 // FindMount returns the mount at dir (the topmost, when several are
 // stacked there), or ok false when dir is not a mount point. It does not
 // stat dir itself, so a stale FUSE mount (ENOTCONN) is found too.

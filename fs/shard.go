@@ -76,7 +76,7 @@ func (d *shardDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	return newSample(ctx, &d.Inode, d.vd, sh, pos, out), 0
+	return newSample(ctx, &d.Inode, d.vd, sh, pos, out)
 }
 
 // OpendirHandle implements gofs.NodeOpendirHandler.
@@ -133,7 +133,7 @@ func (d *classDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 	if !ok {
 		return nil, syscall.ENOENT
 	}
-	return newSample(ctx, &d.Inode, d.sd.vd, d.sh, pos, out), 0
+	return newSample(ctx, &d.Inode, d.sd.vd, d.sh, pos, out)
 }
 
 // OpendirHandle implements gofs.NodeOpendirHandler.
@@ -201,11 +201,14 @@ var _ = (gofs.NodeOpener)((*sampleFile)(nil))  // ENOSYS: zero-message open
 var _ = (gofs.NodeFlusher)((*sampleFile)(nil)) // ENOSYS: no FLUSH on close
 var _ = (gofs.NodeReader)((*sampleFile)(nil))
 
-func newSample(ctx context.Context, parent *gofs.Inode, vd *versionDir, sh *sample.Shard, pos int, out *fuse.EntryOut) *gofs.Inode {
+// newSample is the inode of a sample. Shards hold only samples of data
+// files that were indexed (a shard needing an unreadable one fails whole),
+// so every size is known.
+func newSample(ctx context.Context, parent *gofs.Inode, vd *versionDir, sh *sample.Shard, pos int, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	f := &sampleFile{vd: vd, sh: sh, pos: pos}
 	f.attr(&out.Attr)
 	vd.root.immutable(out)
-	return parent.NewInode(ctx, f, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino(kindSample, vd.info.Version, sh.Global(pos))})
+	return parent.NewInode(ctx, f, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino(kindSample, vd.info.Version, sh.Global(pos))}), 0
 }
 
 func (f *sampleFile) attr(a *fuse.Attr) {

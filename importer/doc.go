@@ -24,6 +24,16 @@
 //     list of images, so the same tree always gets the same ids.
 //   - Npy: see the Npy type for how NumPy types map to Delta types.
 //
+// # Reading the source
+//
+// Nothing in a source is opened unless it is a regular file (after
+// following symbolic links): a named pipe would block, a link to /dev/zero
+// never end. An ImageFolder's images are checked while the tree is listed,
+// before any is read: one that is a named pipe, a socket or a device, or
+// larger than Options.MaxFileSize (each image is read whole into memory),
+// fails the import with an error naming it. Reads never block (see
+// storage.ReadLocalFile) and stop when the context given to Open is done.
+//
 // # Ids
 //
 // Every table the importer writes has a long "id" column. When the source

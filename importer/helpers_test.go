@@ -61,7 +61,7 @@ func localStorage(t *testing.T, dir string) storage.Storage {
 // importPath opens src and imports it into the table at dir.
 func importPath(t *testing.T, src, dir string, opts writer.Options) (*writer.Result, error) {
 	t.Helper()
-	s, err := Open(src)
+	s, err := Open(context.Background(), src, Options{})
 	if err != nil {
 		return nil, err
 	}

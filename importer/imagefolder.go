@@ -1,6 +1,7 @@
 package importer
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/deltafs/deltafs/snapshot"
+	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/writer"
 )
 
@@ -46,8 +48,16 @@ func imageFolderSchema() *snapshot.StructType {
 // order depends only on the tree (the images in torchvision's order) and the
 // seed, so the same tree always gets the same ids; the path column keeps
 // each image's place in the tree.
+//
+// Every image is checked while the tree is listed, before any is read: it
+// must be a regular file (after following symbolic links; a named pipe, a
+// socket or a device fails the import, named) of at most
+// Options.MaxFileSize bytes. Reads check again on the open file, never
+// block, and stop when the context given to OpenImageFolder is done.
 type ImageFolder struct {
+	ctx     context.Context // bounds Next's reads
 	root    string
+	maxSize int64
 	classes []string
 	items   []imageItem // torchvision's order
 	order   []int       // Next's order: a seeded permutation of items
@@ -62,13 +72,15 @@ type imageItem struct {
 	rel   string // relative to root, '/'-separated
 }
 
-// OpenImageFolder lists the tree at root (without reading any image).
-func OpenImageFolder(root string) (*ImageFolder, error) {
+// OpenImageFolder lists the tree at root (without reading any image),
+// checking that every image is a regular file within opts.MaxFileSize. ctx
+// bounds the listing and every later read of Next.
+func OpenImageFolder(ctx context.Context, root string, opts Options) (*ImageFolder, error) {
 	entries, err := os.ReadDir(root)
 	if err != nil {
 		return nil, fmt.Errorf("source: %w", err)
 	}
-	d := &ImageFolder{root: root}
+	d := &ImageFolder{ctx: ctx, root: root, maxSize: opts.maxFileSize()}
 	for _, e := range entries {
 		if isDir(filepath.Join(root, e.Name()), e) {
 			d.classes = append(d.classes, e.Name())
@@ -81,7 +93,7 @@ func OpenImageFolder(root string) (*ImageFolder, error) {
 	var empty []string
 	for _, class := range d.classes {
 		n := len(d.items)
-		if err := d.walkClass(class); err != nil {
+		if err := d.walkClass(ctx, class); err != nil {
 			return nil, err
 		}
 		if len(d.items) == n {
@@ -123,7 +135,7 @@ func isDir(path string, e os.DirEntry) bool {
 
 // walkClass lists the images of one class in torchvision's order:
 // sorted(os.walk(class_dir, followlinks=True)), then sorted file names.
-func (d *ImageFolder) walkClass(class string) error {
+func (d *ImageFolder) walkClass(ctx context.Context, class string) error {
 	type dir struct {
 		rel   string
 		files []string
@@ -132,6 +144,9 @@ func (d *ImageFolder) walkClass(class string) error {
 	visited := map[string]bool{}
 	var walk func(rel string, depth int) error
 	walk = func(rel string, depth int) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		abs := filepath.Join(d.root, filepath.FromSlash(rel))
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
 			if visited[real] || depth > 64 {
@@ -167,12 +182,38 @@ func (d *ImageFolder) walkClass(class string) error {
 	for _, dr := range dirs {
 		sort.Strings(dr.files)
 		for _, name := range dr.files {
-			if isImage(name) {
-				d.items = append(d.items, imageItem{class: class, rel: dr.rel + "/" + name})
+			if !isImage(name) {
+				continue // never opened, whatever its kind
 			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			rel := dr.rel + "/" + name
+			if err := d.checkImage(rel); err != nil {
+				return err
+			}
+			d.items = append(d.items, imageItem{class: class, rel: rel})
 		}
 	}
 	return nil
+}
+
+// checkImage fails when the image at rel is not a regular file (after
+// following symbolic links) or is larger than the bound, without opening
+// it.
+func (d *ImageFolder) checkImage(rel string) error {
+	fi, err := storage.StatLocalFile(d.path(rel))
+	if err != nil {
+		return fmt.Errorf("source %s: %s: %w", d.root, rel, err)
+	}
+	if fi.Size() > d.maxSize {
+		return fmt.Errorf("source %s: %s: %w: %d bytes, over the bound of %d", d.root, rel, storage.ErrTooLarge, fi.Size(), d.maxSize)
+	}
+	return nil
+}
+
+func (d *ImageFolder) path(rel string) string {
+	return filepath.Join(d.root, filepath.FromSlash(rel))
 }
 
 // Schema is id, label, path, content.
@@ -193,9 +234,12 @@ func (d *ImageFolder) Next() (writer.Row, error) {
 		return nil, io.EOF
 	}
 	it := d.items[d.order[d.next]]
-	content, err := os.ReadFile(filepath.Join(d.root, filepath.FromSlash(it.rel)))
+	content, err := storage.ReadLocalFile(d.ctx, d.path(it.rel), d.maxSize)
 	if err != nil {
-		return nil, fmt.Errorf("source: %w", err)
+		if cerr := d.ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		return nil, fmt.Errorf("%s: %w", it.rel, err) // the importer names the source
 	}
 	d.next++
 	return writer.Row{nil, it.class, it.rel, content}, nil

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"image"
 	"image/color"
@@ -195,14 +196,14 @@ func TestImageFolderErrors(t *testing.T) {
 	empty := filepath.Join(dir, "empty")
 	os.MkdirAll(filepath.Join(empty), 0o755)
 	os.WriteFile(filepath.Join(empty, "a.png"), []byte("x"), 0o644)
-	if _, err := Open(empty); err == nil || !strings.Contains(err.Error(), "no class folder") {
+	if _, err := Open(context.Background(), empty, Options{}); err == nil || !strings.Contains(err.Error(), "no class folder") {
 		t.Errorf("no classes: %v", err)
 	}
 	noImages := filepath.Join(dir, "noimages")
 	writePNG(t, filepath.Join(noImages, "a", "1.png"), 1)
 	os.MkdirAll(filepath.Join(noImages, "b", "deep"), 0o755)
 	os.WriteFile(filepath.Join(noImages, "b", "x.gif"), []byte("x"), 0o644)
-	if _, err := Open(noImages); err == nil || !strings.Contains(err.Error(), "no image in class folder(s) b") {
+	if _, err := Open(context.Background(), noImages, Options{}); err == nil || !strings.Contains(err.Error(), "no image in class folder(s) b") {
 		t.Errorf("class without images: %v", err)
 	}
 }
@@ -217,7 +218,7 @@ func TestImageFolderSymlinks(t *testing.T) {
 	os.Symlink(filepath.Join(dir, "elsewhere"), filepath.Join(src, "linked"))
 	os.Symlink(filepath.Join(dir, "elsewhere"), filepath.Join(src, "a", "sub"))
 	os.Symlink(filepath.Join(src, "a"), filepath.Join(src, "a", "loop"))
-	s, err := OpenImageFolder(src)
+	s, err := OpenImageFolder(context.Background(), src, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestOpenDetectsKind(t *testing.T) {
 		"a.npy": "npy", "data.bin.gz": "npy", "tree": "imagefolder",
 		"notes.npy": "unknown kind", "x.gz": "unknown kind", "missing": "does not exist",
 	} {
-		s, err := Open(filepath.Join(dir, name))
+		s, err := Open(context.Background(), filepath.Join(dir, name), Options{})
 		switch want {
 		case "npy":
 			if _, ok := s.(*Npy); !ok || err != nil {

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/deltafs/deltafs/snapshot"
+	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/writer"
 )
 
@@ -54,10 +55,12 @@ type Npy struct {
 }
 
 // OpenNpy opens a .npy or gzip-compressed .npy file and reads its header.
+// The file must be a regular file (after following symbolic links): a
+// named pipe or a device is refused without being read.
 func OpenNpy(path string) (*Npy, error) {
-	f, err := os.Open(path)
+	f, err := storage.OpenLocalFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	n, err := newNpy(path, f)
 	if err != nil {

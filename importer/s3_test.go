@@ -45,7 +45,7 @@ func TestImportS3(t *testing.T) {
 	s3test.CreateBucket(t, endpoint, "tables")
 	location := "s3://tables/mnist"
 
-	src, err := Open(mnistTest)
+	src, err := Open(context.Background(), mnistTest, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestImportS3(t *testing.T) {
 					data.Write(make([]byte, 784))
 				}
 				writeNpy(t, p, "{'descr': [('id', '<i8'), ('label', '|u1'), ('pixels', '|u1', (784,))], 'fortran_order': False, 'shape': (2,), }", data.Bytes())
-				s, err := Open(p)
+				s, err := Open(context.Background(), p, Options{})
 				if err != nil {
 					errs <- err
 					return

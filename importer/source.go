@@ -31,9 +31,29 @@ var (
 	_ Source = (*ImageFolder)(nil)
 )
 
+// Options bound what an import reads.
+type Options struct {
+	// MaxFileSize is the largest image file an ImageFolder import reads
+	// (each is read whole into memory): a larger one fails the import,
+	// before any row is written, with an error matching
+	// storage.ErrTooLarge. DefaultMaxFileSize when 0.
+	MaxFileSize int64
+}
+
+// DefaultMaxFileSize is Options.MaxFileSize's default: 1 GiB.
+const DefaultMaxFileSize = 1 << 30
+
+func (o Options) maxFileSize() int64 {
+	if o.MaxFileSize <= 0 {
+		return DefaultMaxFileSize
+	}
+	return o.MaxFileSize
+}
+
 // Open opens path as an ImageFolder tree (a directory) or a NumPy file
-// (.npy, or .npy gzipped: detected by content, not name).
-func Open(path string) (Source, error) {
+// (.npy, or .npy gzipped: detected by content, not name). ctx bounds the
+// listing of a tree and, for an ImageFolder, every later read.
+func Open(ctx context.Context, path string, opts Options) (Source, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -42,14 +62,15 @@ func Open(path string) (Source, error) {
 		return nil, fmt.Errorf("source: %w", err)
 	}
 	if fi.IsDir() {
-		return OpenImageFolder(path)
+		return OpenImageFolder(ctx, path, opts)
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("source %s is neither a directory nor a regular file", path)
+	if err := storage.CheckRegular(fi.Mode()); err != nil {
+		// Never opened: a named pipe would block, a device never end.
+		return nil, fmt.Errorf("source %s: %w (want an ImageFolder directory or a .npy / .npy.gz file)", path, err)
 	}
 	ok, err := isNpy(path)
 	if err != nil {
-		return nil, fmt.Errorf("source: %w", err)
+		return nil, fmt.Errorf("source %w", err)
 	}
 	if !ok {
 		return nil, fmt.Errorf("source %s: unknown kind (want an ImageFolder directory or a .npy / .npy.gz file)", path)
@@ -60,9 +81,9 @@ func Open(path string) (Source, error) {
 // isNpy reports whether the file starts with the .npy magic, directly or
 // after gzip decompression.
 func isNpy(path string) (bool, error) {
-	f, err := os.Open(path)
+	f, err := storage.OpenLocalFile(path)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("%s: %w", path, err)
 	}
 	defer f.Close()
 	r := bufio.NewReader(f)

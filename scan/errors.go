@@ -81,6 +81,9 @@ func (rec *ioRecorder) cause(err error) error {
 	if errors.Is(serr, storage.ErrNotExist) {
 		return errMissing
 	}
+	if nr := (*storage.NotRegularError)(nil); errors.As(serr, &nr) {
+		return nr // a FileError names the file; the kind is the cause
+	}
 	if serr == nil || errors.Is(err, serr) {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path"
 	"slices"
 	"strings"
@@ -54,11 +55,21 @@ const maxHintBytes = 16 << 20
 // costs a full listing and no cross-check, never an error.
 func readLastCheckpoint(ctx context.Context, st storage.Storage) (h lastCheckpointHint, ok bool) {
 	info, err := st.Stat(ctx, lastCheckpointKey)
-	if err != nil || info.Size <= 0 || info.Size > maxHintBytes {
+	if err == nil && (info.Size <= 0 || info.Size > maxHintBytes) {
 		return h, false
 	}
-	data, err := storage.ReadRange(ctx, st, lastCheckpointKey, 0, info.Size)
+	var data []byte
+	if err == nil {
+		data, err = storage.ReadRange(ctx, st, lastCheckpointKey, 0, info.Size)
+	}
 	if err != nil {
+		switch {
+		case errors.Is(err, storage.ErrNotRegular):
+			// Never read (a named pipe would block): say so once.
+			slog.Warn("ignoring the _last_checkpoint hint: the log is listed from its start", "table", st.Location(), "err", err)
+		case !errors.Is(err, storage.ErrNotExist):
+			slog.Debug("ignoring the _last_checkpoint hint: the log is listed from its start", "table", st.Location(), "err", err)
+		}
 		return h, false
 	}
 	return parseLastCheckpoint(data)

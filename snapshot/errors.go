@@ -152,6 +152,9 @@ func corruptf(format string, args ...any) error { return because(ErrCorrupt, for
 // storageCause shortens a storage error about key (which the message
 // already names) to its cause, keeping it matchable.
 func storageCause(err error) error {
+	if nr := (*storage.NotRegularError)(nil); errors.As(err, &nr) {
+		return nr // "not a regular file (named pipe)"
+	}
 	switch {
 	case errors.Is(err, storage.ErrNotExist):
 		return because(storage.ErrNotExist, "does not exist")

@@ -6,18 +6,29 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
+	"sync"
 )
 
 // Local is a table on a local (or locally mounted) filesystem.
 type Local struct {
-	root string // absolute, cleaned
+	root      string // absolute, cleaned
+	closed    chan struct{}
+	closeOnce sync.Once
 }
 
-var _ Storage = (*Local)(nil)
+var (
+	_ Storage   = (*Local)(nil)
+	_ io.Closer = (*Local)(nil)
+)
+
+// errClosed is the cause of every call after Close.
+var errClosed = errors.New("storage closed (deltafs is shutting down)")
 
 // NewLocal opens the table directory root. It does not require the directory
 // to exist, so that import can create a new table.
@@ -26,7 +37,28 @@ func NewLocal(root string) (*Local, error) {
 	if err != nil {
 		return nil, fmt.Errorf("table path %q: %w", root, err)
 	}
-	return &Local{root: abs}, nil
+	return &Local{root: abs, closed: make(chan struct{})}, nil
+}
+
+// Close ends the store: reads in flight stop at their next chunk and every
+// later call fails at once. A mount closes its storage as it unmounts, so
+// that requests still reading do not hold the unmount.
+func (l *Local) Close() error {
+	l.closeOnce.Do(func() { close(l.closed) })
+	return nil
+}
+
+// check fails when ctx is done or the store closed.
+func (l *Local) check(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	select {
+	case <-l.closed:
+		return fmt.Errorf("%s: %w", key, errClosed)
+	default:
+		return nil
+	}
 }
 
 // Root is the absolute directory of the table.
@@ -39,7 +71,9 @@ func (l *Local) path(key string) string {
 	return filepath.Join(l.root, filepath.FromSlash(key))
 }
 
-// List implements Storage. It walks the directory that holds prefix.
+// List implements Storage. It walks the directory that holds prefix and
+// lists every entry that is not a directory (see "Local tables" in the
+// package doc).
 func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]ObjectInfo, error) {
 	dir := prefix
 	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
@@ -56,7 +90,7 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]ObjectIn
 			}
 			return err
 		}
-		if err := ctx.Err(); err != nil {
+		if err := l.check(ctx, prefix); err != nil {
 			return err
 		}
 		rel, _ := filepath.Rel(l.root, p)
@@ -78,6 +112,17 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]ObjectIn
 			}
 			return err
 		}
+		if info.Mode()&fs.ModeSymlink != 0 {
+			// Describe the target, which is what a read gets. A link to a
+			// directory is a directory (not walked, so no loops); a
+			// dangling link is listed and fails when read.
+			if target, err := os.Stat(p); err == nil {
+				if target.IsDir() {
+					return nil
+				}
+				info = target
+			}
+		}
 		out = append(out, ObjectInfo{Key: key, Size: info.Size(), ModTime: info.ModTime()})
 		return nil
 	})
@@ -88,26 +133,35 @@ func (l *Local) List(ctx context.Context, prefix, startAfter string) ([]ObjectIn
 	return out, nil
 }
 
-// Stat implements Storage.
+// Stat implements Storage. It follows symbolic links and refuses anything
+// but a regular file (ErrNotRegular), without opening it.
 func (l *Local) Stat(ctx context.Context, key string) (ObjectInfo, error) {
-	info, err := os.Stat(l.path(key))
+	if err := l.check(ctx, key); err != nil {
+		return ObjectInfo{}, err
+	}
+	info, err := statRegular(l.path(key))
 	if err != nil {
 		return ObjectInfo{}, wrapOS(key, err)
-	}
-	if info.IsDir() {
-		return ObjectInfo{}, fmt.Errorf("%s: is a directory: %w", key, ErrNotExist)
 	}
 	return ObjectInfo{Key: key, Size: info.Size(), ModTime: info.ModTime()}, nil
 }
 
-// ReadAt implements Storage.
+// ReadAt implements Storage. The open never blocks, anything but a regular
+// file is refused (ErrNotRegular), and the read is bounded by the size the
+// file had when opened (ErrChanged when it shrinks or changes meanwhile).
 func (l *Local) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
-	f, err := os.Open(l.path(key))
+	if err := l.check(ctx, key); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, fmt.Errorf("%s: negative offset %d", key, off)
+	}
+	f, err := openRegular(l.path(key))
 	if err != nil {
 		return 0, wrapOS(key, err)
 	}
 	defer f.Close()
-	n, err := f.ReadAt(p, off)
+	n, err := f.readAt(ctx, l.closed, p, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return n, fmt.Errorf("%s: %w", key, err)
 	}
@@ -116,41 +170,73 @@ func (l *Local) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 
 // Put implements Storage. Writes go to a temporary file that is then linked
 // (ifAbsent: link(2) fails if the target exists) or renamed into place, so a
-// reader never sees a partial object.
+// reader never sees a partial object. Files get mode 0666 and directories
+// 0777, less the umask.
 func (l *Local) Put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
-	dst := l.path(key)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return fmt.Errorf("%s: %w", key, err)
+	if err := l.check(ctx, key); err != nil {
+		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".tmp-"+filepath.Base(dst)+"-*")
+	dst := l.path(key)
+	if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+		return fmt.Errorf("%s: %w", key, unwrapPath(err))
+	}
+	tmp, err := createTemp(filepath.Dir(dst), ".tmp-"+filepath.Base(dst)+"-")
 	if err != nil {
-		return fmt.Errorf("%s: %w", key, err)
+		return fmt.Errorf("%s: %w", key, unwrapPath(err))
 	}
 	defer os.Remove(tmp.Name())
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return fmt.Errorf("%s: %w", key, err)
+		return fmt.Errorf("%s: %w", key, unwrapPath(err))
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("%s: %w", key, err)
+		return fmt.Errorf("%s: %w", key, unwrapPath(err))
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("%s: %w", key, err)
+		return fmt.Errorf("%s: %w", key, unwrapPath(err))
+	}
+	// The last moment to give up: after the link or rename the object is
+	// there, and Put reports success whatever ctx says.
+	if err := l.check(ctx, key); err != nil {
+		return err
 	}
 	if ifAbsent {
 		if err := os.Link(tmp.Name(), dst); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				return fmt.Errorf("%s: %w", key, ErrExist)
 			}
-			return fmt.Errorf("%s: %w", key, err)
+			return fmt.Errorf("%s: %w", key, unwrapLink(err))
 		}
 		return nil
 	}
 	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return fmt.Errorf("%s: %w", key, err)
+		return fmt.Errorf("%s: %w", key, unwrapLink(err))
 	}
 	return nil
+}
+
+// createTemp is os.CreateTemp with mode 0666 (less the umask) instead of
+// 0600: the temporary file becomes the object, and teammates sharing a
+// table must be able to read what an import wrote.
+func createTemp(dir, prefix string) (*os.File, error) {
+	for try := 0; ; try++ {
+		name := filepath.Join(dir, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		f, err := os.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o666)
+		if errors.Is(err, fs.ErrExist) && try < 100 {
+			continue
+		}
+		return f, err
+	}
+}
+
+// unwrapLink drops the *os.LinkError around a link or rename error.
+func unwrapLink(err error) error {
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		return le.Err
+	}
+	return err
 }
 
 func wrapOS(key string, err error) error {

@@ -12,9 +12,45 @@
 //     recurse into "directories" differently from S3: a key "a/b/c" is listed
 //     under the prefix "a/".
 //   - Errors wrap ErrNotExist when the object (or table root) is missing,
-//     ErrExist when a conditional put lost, and ErrChanged when an object's
-//     identity changed after it was first read. Other errors are I/O faults.
+//     ErrExist when a conditional put lost, ErrChanged when an object's
+//     identity changed after it was first read (or, locally, while it was
+//     read), and ErrNotRegular when a local key is not a regular file.
+//     Other errors are I/O faults. Every error names the key.
+//   - A done context ends every method promptly with an error matching
+//     the context's error.
 //   - All methods are safe for concurrent use.
+//
+// # Local tables
+//
+// Local keeps a table in a directory. A directory may hold what an object
+// store cannot: named pipes, sockets, devices, symbolic links. Local never
+// blocks on them and never reads them:
+//
+//   - List lists every entry that is not a directory, whatever its kind, so
+//     that nothing disappears silently from a listing (a named pipe where a
+//     commit should be is a visible, failing commit, not a missing
+//     version). A symbolic link is listed with its target's size and time;
+//     directories are not objects (as on S3) and are walked, not listed;
+//     symbolic links to directories are neither walked nor listed.
+//   - Stat and ReadAt follow symbolic links and refuse anything but a
+//     regular file with an error wrapping ErrNotRegular that names the key
+//     and the kind: "_delta_log/00000000000000000001.json: not a regular
+//     file (named pipe)". A symbolic link to /dev/zero is a character
+//     device. A device is refused before it is opened; every open is
+//     non-blocking, so a file swapped for a named pipe in between still
+//     returns at once (and is refused by fstat).
+//   - A read never goes past the size the file had when it was opened, and
+//     a file that shrinks, or whose size or modification time changes,
+//     while it is read fails with ErrChanged rather than mix two contents.
+//   - Put writes a temporary file in the key's directory, then links it
+//     into place (ifAbsent) or renames it over the key, so a reader never
+//     sees a partial object. Files are created with mode 0666 and
+//     directories with 0777, less the process umask, as any tool would.
+//   - Close (a mount closes its storage as it unmounts) stops reads in
+//     flight at their next chunk and fails every later call.
+//
+// ReadLocalFile and OpenLocalFile give other local reads (an import's
+// source files) the same guarantees.
 package storage
 
 import (
@@ -30,6 +66,9 @@ var (
 	ErrNotExist = errors.New("object does not exist")
 	ErrExist    = errors.New("object already exists")
 	ErrChanged  = errors.New("object changed since it was first read")
+	// ErrNotRegular: a local key is a named pipe, socket, device or
+	// directory (after following symbolic links), which Local never reads.
+	ErrNotRegular = errors.New("not a regular file")
 )
 
 // ObjectInfo describes one stored object.
@@ -77,17 +116,20 @@ func ReadAll(ctx context.Context, st Storage, key string) ([]byte, error) {
 }
 
 // ReadRange reads exactly n bytes at off, failing with io.ErrUnexpectedEOF
-// when the object is shorter.
+// when the object is shorter. A read error is returned as the store gave
+// it (it names the key), even when every byte was counted.
 func ReadRange(ctx context.Context, st Storage, key string, off, n int64) ([]byte, error) {
 	buf := make([]byte, n)
 	got, err := st.ReadAt(ctx, key, buf, off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		// Also with every byte counted: a read of 0 bytes of a named
+		// pipe is an error, not an empty object.
+		return nil, err
+	}
 	if int64(got) == n {
 		return buf, nil
 	}
-	if err == nil || errors.Is(err, io.EOF) {
-		err = io.ErrUnexpectedEOF
-	}
-	return nil, fmt.Errorf("%s: read %d bytes at %d: %w", key, n, off, err)
+	return nil, fmt.Errorf("%s: read %d bytes at %d: %w", key, n, off, io.ErrUnexpectedEOF)
 }
 
 // ReaderAt adapts one object to io.ReaderAt (for parquet-go), binding ctx.

@@ -33,7 +33,14 @@
 //     through storage, only the id column changes), so ids stay unique.
 //
 // Data files of a commit that never lands are left behind as orphans; Delta
-// readers ignore files the log does not name, and VACUUM removes them.
+// readers ignore files the log does not name, and VACUUM removes them. A
+// write that fails or is interrupted (its context done: every row, data
+// file and commit attempt checks it) after storing data files returns an
+// *AbortError listing them. When the commit's own put fails, the write
+// reads the commit back (briefly, even with its context done) before
+// answering: a put that landed is a success; one that did not leaves
+// nothing committed; one the store cannot confirm either way is reported
+// as AbortError.MaybeCommitted.
 //
 // # Data files
 //

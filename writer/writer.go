@@ -96,9 +96,18 @@ func Write(ctx context.Context, st storage.Storage, schema *snapshot.StructType,
 		return nil, err
 	}
 	if err := w.writeFiles(ctx, rows); err != nil {
-		return nil, err
+		return nil, w.abort(err, -1)
 	}
 	return w.commit(ctx)
+}
+
+// abort is the error of a write that fails after newWrite: an *AbortError
+// when it stored data files or may have committed, else err.
+func (w *write) abort(err error, maybeCommitted int64) error {
+	if len(w.stored) == 0 && maybeCommitted < 0 {
+		return err
+	}
+	return &AbortError{Err: err, Orphans: w.stored, MaybeCommitted: maybeCommitted}
 }
 
 // write is one call of Write.
@@ -112,7 +121,8 @@ type write struct {
 	firstID  int64 // first id assigned
 	state    *state
 	files    []dataFile
-	parts    int // data files named so far (part numbers)
+	stored   []string // keys of every data file stored, committed or not
+	parts    int      // data files named so far (part numbers)
 	rows     int64
 	attempts int
 }
@@ -221,6 +231,7 @@ func (w *write) writeFiles(ctx context.Context, rows Rows) error {
 		}
 		w.parts++
 		w.files = append(w.files, f)
+		w.stored = append(w.stored, f.key)
 		fw = nil
 		return nil
 	}
@@ -277,10 +288,21 @@ func (w *write) commit(ctx context.Context) (*Result, error) {
 		}
 		data, err := c.encode()
 		if err != nil {
-			return nil, fmt.Errorf("encode commit: %w", err)
+			return nil, w.abort(fmt.Errorf("encode commit: %w", err), -1)
 		}
 		version := s.version + 1
 		err = w.st.Put(ctx, logKey(version), data, true)
+		if err != nil && !errors.Is(err, storage.ErrExist) {
+			// The put may have landed all the same (an interrupted or
+			// cut-off request): look before saying anything.
+			ok, known := landed(ctx, w.st, logKey(version), data)
+			switch {
+			case !known:
+				return nil, w.abort(fmt.Errorf("commit version %d: %w", version, err), version)
+			case ok:
+				err = nil
+			}
+		}
 		if err == nil {
 			res := &Result{Version: version, Created: c.create != nil, Rows: w.rows, Files: len(w.files),
 				Removed: len(c.removes), FirstID: -1, Attempts: w.attempts}
@@ -293,13 +315,13 @@ func (w *write) commit(ctx context.Context) (*Result, error) {
 			return res, nil
 		}
 		if !errors.Is(err, storage.ErrExist) {
-			return nil, fmt.Errorf("commit version %d: %w", version, err)
+			return nil, w.abort(fmt.Errorf("commit version %d: %w", version, err), -1)
 		}
 		if w.attempts >= w.opts.MaxAttempts {
-			return nil, fmt.Errorf("commit: gave up after %d attempts: other writers kept taking the next version (last tried %d)", w.attempts, version)
+			return nil, w.abort(fmt.Errorf("commit: gave up after %d attempts: other writers kept taking the next version (last tried %d)", w.attempts, version), -1)
 		}
 		if err := w.rebase(ctx, version); err != nil {
-			return nil, err
+			return nil, w.abort(err, -1)
 		}
 	}
 }
@@ -355,6 +377,7 @@ func (w *write) shiftIDs(ctx context.Context, delta int64) error {
 		if err != nil {
 			return err
 		}
+		w.stored = append(w.stored, nf.key)
 		w.parts++
 		files[i] = nf
 	}

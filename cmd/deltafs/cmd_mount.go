@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"runtime/pprof"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -75,10 +73,13 @@ func newMountCmd() *cobra.Command {
 The table, its latest version and the sample flags are checked before mounting
 (--image against the length of one value of the data column), and so is MOUNTPOINT:
 an existing, empty directory (--nonempty mounts over files, hiding them). The
-mount runs in the foreground and logs to stderr; SIGINT or SIGTERM unmounts it.
+mount runs in the foreground and logs to stderr; SIGINT or SIGTERM unmounts it (lazily
+when files stay open under it) and ends the process within 10s, even when reads are
+stuck in storage or the mount point was unmounted from outside; a second signal exits
+at once.
 
-Exit status: 0 after a clean unmount, 1 on any error (one line on stderr; nothing is
-left mounted), 2 on bad usage.`,
+Exit status: 0 after a clean unmount, 1 on any error, also when requests stuck in
+storage were abandoned (one line on stderr; nothing is left mounted), 2 on bad usage.`,
 		Args: positional("TABLE", "MOUNTPOINT"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runMount(cmd.Context(), &o, args[0], args[1])
@@ -110,7 +111,12 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	if err != nil {
 		return err
 	}
-	defer stk.Close()
+	mounted := false
+	defer func() {
+		if !mounted {
+			stk.Close() // stopMount closes it, within its bound
+		}
+	}()
 	st, counted, fetcher, pages, samples := stk.st, stk.counted, stk.fetcher, stk.pages, stk.samples
 	versions, latest, describe := stk.versions, stk.latest, stk.describe
 	var root *dfs.Root
@@ -141,6 +147,7 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mnt, err)
 	}
+	mounted = true
 	slog.Info("mounted", "table", location, "mountpoint", mnt, "versions", len(versions), "latest", latest.Version,
 		"spec", describe, "cache", stk.cacheDir, "refresh", o.Refresh)
 
@@ -160,37 +167,112 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	go root.Run(pollCtx)
 	served := make(chan struct{})
 	go func() { server.Wait(); close(served) }()
+	// A forced exit (a second signal, or exitGrace passed) detaches the
+	// mount point rather than leave a dead mount behind.
+	defer atForcedExit(func() {
+		if dfs.Mounted(mnt) {
+			_ = runUnmount(mnt, true)
+		}
+	})()
 	select {
 	case <-served:
 		slog.Info("unmounted from outside", "mountpoint", mnt)
+		stopPoll()
+		if !closeWithin(stk, mountStopBudget) {
+			return fmt.Errorf("unmounted %s from outside, but cache fills still stuck in storage after %s: exiting without them", mnt, mountStopBudget)
+		}
 		return nil
 	case <-ctx.Done():
 	}
 	stopPoll()
-	slog.Info("unmounting", "mountpoint", mnt)
-	// Requests waiting on storage (a dead or stalled S3 endpoint) fail now
-	// rather than after their retries: the unmount waits for every request
-	// in flight.
-	stk.closeStorage()
-	for attempt := 0; ; attempt++ {
-		err := server.Unmount()
+	return stopMount(mnt, stk, served, signalName(interruptedSignal(ctx)))
+}
+
+// interruptedSignal is the signal that ended ctx (os.Interrupt when the
+// context ended otherwise).
+func interruptedSignal(ctx context.Context) os.Signal {
+	var i interrupted
+	if errors.As(context.Cause(ctx), &i) {
+		return i.sig
+	}
+	return os.Interrupt
+}
+
+// mountStopBudget bounds stopMount: unmounting, waiting for the requests in
+// flight and closing the cache. unmountBudget is the part spent on plain
+// unmounts before the mount point is detached lazily.
+const (
+	mountStopBudget = 8 * time.Second
+	unmountBudget   = 4 * time.Second
+)
+
+// stopMount unmounts after a signal, within mountStopBudget whatever the
+// requests in flight do. What used to keep the process alive for good: a
+// request stuck in storage (a read blocked in the kernel) holds go-fuse's
+// serve loop, so server.Unmount (which waits for the loop after a
+// successful unmount) and server.Wait never returned, nor did the cache's
+// Close (which waits for its fetches), and after an unmount from outside
+// the unmount was retried on a mount point no longer mounted. Now: the
+// storage is closed first, so requests reading it fail at once (EIO); the
+// mount point is unmounted with fusermount3 (or umount(2)), not through
+// go-fuse, only while it is still mounted, and detached lazily when it
+// stays busy; the serve loop and the cache get what is left of the budget,
+// and when requests are still stuck then, deltafs exits without them,
+// saying so.
+func stopMount(mnt string, stk *stack, served <-chan struct{}, sig string) error {
+	deadline := time.Now().Add(mountStopBudget)
+	slog.Info("unmounting", "mountpoint", mnt, "signal", sig)
+	_ = stk.closeStorage()
+	busyUntil := time.Now().Add(unmountBudget)
+	for attempt := 0; dfs.Mounted(mnt); attempt++ {
+		err := runUnmount(mnt, false)
 		if err == nil {
 			break
 		}
-		if attempt == 20 {
+		if time.Now().After(busyUntil) {
 			slog.Warn("mount point still busy: detaching it lazily", "mountpoint", mnt, "err", err)
-			if out, lerr := exec.Command("fusermount3", "-u", "-z", mnt).CombinedOutput(); lerr != nil {
-				return fmt.Errorf("unmount %s: %v; lazy unmount: %v %s", mnt, err, lerr, strings.TrimSpace(string(out)))
+			if lerr := runUnmount(mnt, true); lerr != nil {
+				return fmt.Errorf("%v; lazy unmount: %v", err, lerr)
 			}
 			break
 		}
 		if attempt == 0 {
 			slog.Warn("mount point busy, retrying (close files under it)", "mountpoint", mnt, "err", err)
 		}
-		time.Sleep(250 * time.Millisecond)
+		select {
+		case <-served:
+			// The kernel ended the connection: unmounted meanwhile.
+		case <-time.After(250 * time.Millisecond):
+			continue
+		}
+		break
 	}
-	<-served
+	select {
+	case <-served:
+	case <-time.After(time.Until(deadline)):
+		return fmt.Errorf("unmounted %s, but requests still stuck in storage %s after %s: exiting without them", mnt, mountStopBudget, sig)
+	}
+	if !closeWithin(stk, time.Until(deadline)) {
+		return fmt.Errorf("unmounted %s, but cache fills still stuck in storage %s after %s: exiting without them", mnt, mountStopBudget, sig)
+	}
 	return nil
+}
+
+// closeWithin closes the stack, giving up after d (the cache's Close waits
+// for its fills, which a read stuck in the kernel holds): false when it
+// did not finish in time.
+func closeWithin(stk *stack, d time.Duration) bool {
+	closed := make(chan struct{})
+	go func() {
+		_ = stk.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+		return true
+	case <-time.After(max(d, 0)):
+		return false
+	}
 }
 
 // mountStats is MOUNT/.deltafs/stats.

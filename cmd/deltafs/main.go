@@ -11,9 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -102,10 +100,14 @@ func openTable(ctx context.Context, location string) (*snapshot.Table, error) {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	stop := handleSignals(cancel) // see signals.go
 	err := rootCmd.ExecuteContext(ctx)
 	stop()
 	if err != nil {
+		if ierr := interruption(ctx); ierr != nil && errors.Is(err, context.Canceled) {
+			err = ierr // "interrupted by SIGTERM", not where the context was seen
+		}
 		fmt.Fprintf(os.Stderr, "deltafs: %v\n", err)
 		var u usageError
 		if errors.As(err, &u) {

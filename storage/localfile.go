@@ -1,0 +1,235 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Reading local files safely. A table directory (or an import's source
+// tree) may hold anything a filesystem can: a named pipe whose open or read
+// blocks until a writer comes (forever), a symbolic link to /dev/zero that
+// never ends, a device whose open has side effects, a file rewritten while
+// it is read. Every local read goes through openRegular and localFile.readAt:
+//
+//   - the path is stat'ed first (following symbolic links) and anything but
+//     a regular file is refused before it is opened, so a device is not
+//     opened (one swapped in after the stat is, and refused by the fstat);
+//   - the open is O_NONBLOCK, so a file swapped for a named pipe between the
+//     stat and the open still returns at once, and the open descriptor is
+//     fstat'ed and judged again;
+//   - a read never goes past the size the fstat gave, is cut into chunks
+//     with the context checked between them, and a file that ends early or
+//     changes size or modification time while read fails with ErrChanged
+//     rather than returning a mix of two contents.
+
+// readChunk is the most one pread asks for: a read of a large object checks
+// its context at least this often.
+const readChunk = 8 << 20
+
+// NotRegularError says what kind of file was found where a regular file
+// was needed: "not a regular file (named pipe)". It matches ErrNotRegular.
+// Errors of this package wrap it behind the key or path; a layer that
+// names the file itself reports it alone (errors.As).
+type NotRegularError struct {
+	Kind string // "named pipe", "socket", "character device", "block device", "directory"
+}
+
+func (e *NotRegularError) Error() string        { return ErrNotRegular.Error() + " (" + e.Kind + ")" }
+func (e *NotRegularError) Is(target error) bool { return target == ErrNotRegular }
+
+// CheckRegular returns nil for the mode of a regular file (as os.Stat
+// gives it, after following symbolic links), else a *NotRegularError
+// naming the kind of file.
+func CheckRegular(mode fs.FileMode) error {
+	if mode.IsRegular() {
+		return nil
+	}
+	return &NotRegularError{Kind: fileKind(mode)}
+}
+
+// fileKind names the type of a file that is not regular, in the words of
+// stat(1).
+func fileKind(mode fs.FileMode) string {
+	switch {
+	case mode&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case mode&fs.ModeSocket != 0:
+		return "socket"
+	case mode&fs.ModeCharDevice != 0:
+		return "character device"
+	case mode&fs.ModeDevice != 0:
+		return "block device"
+	case mode.IsDir():
+		return "directory"
+	case mode&fs.ModeSymlink != 0:
+		return "symbolic link"
+	}
+	return "irregular file"
+}
+
+// localFile is an open regular file and what fstat said right after the
+// open: reads are bounded by that size.
+type localFile struct {
+	f       *os.File
+	size    int64
+	modTime time.Time
+}
+
+// unwrapPath drops the *fs.PathError around an OS error: callers name the
+// key or the path themselves, in their own words.
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// statRegular stats path, following symbolic links, and refuses anything
+// but a regular file. Errors do not name the path.
+func statRegular(path string) (fs.FileInfo, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, unwrapPath(err)
+	}
+	if err := CheckRegular(fi.Mode()); err != nil {
+		return nil, err
+	}
+	return fi, nil
+}
+
+// openRegular opens path for reading without ever blocking, following
+// symbolic links, and refuses anything but a regular file (see above).
+// Errors do not name the path.
+func openRegular(path string) (*localFile, error) {
+	if _, err := statRegular(path); err != nil {
+		return nil, err
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		if err == unix.ENXIO {
+			// A socket took the file's place since the stat.
+			return nil, &NotRegularError{Kind: "socket"}
+		}
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), path)
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, unwrapPath(err)
+	}
+	if err := CheckRegular(fi.Mode()); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &localFile{f: f, size: fi.Size(), modTime: fi.ModTime()}, nil
+}
+
+func (lf *localFile) Close() error { return lf.f.Close() }
+
+// readAt reads len(p) bytes at off like io.ReaderAt, but never past the
+// size the file had when opened (io.EOF there), checking ctx between
+// chunks. A file that ends before that size, or whose size or modification
+// time changed during the read, fails with ErrChanged. It stops between
+// chunks when ctx is done or closed is closed. Errors do not name the file.
+func (lf *localFile) readAt(ctx context.Context, closed <-chan struct{}, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("negative offset %d", off)
+	}
+	if off >= lf.size {
+		if len(p) == 0 {
+			return 0, nil
+		}
+		return 0, io.EOF
+	}
+	want := int(min(int64(len(p)), lf.size-off))
+	n := 0
+	for n < want {
+		if err := ctx.Err(); err != nil {
+			return n, err
+		}
+		select {
+		case <-closed:
+			return n, errClosed
+		default:
+		}
+		end := min(want, n+readChunk)
+		m, err := lf.f.ReadAt(p[n:end], off+int64(n))
+		n += m
+		if errors.Is(err, io.EOF) {
+			return n, fmt.Errorf("%w: it had %d bytes when opened and ended at %d while read", ErrChanged, lf.size, off+int64(n))
+		}
+		if err != nil {
+			return n, unwrapPath(err)
+		}
+	}
+	fi, err := lf.f.Stat()
+	if err != nil {
+		return n, unwrapPath(err)
+	}
+	if fi.Size() != lf.size || !fi.ModTime().Equal(lf.modTime) {
+		return n, fmt.Errorf("%w: it was modified while read (size %d, now %d)", ErrChanged, lf.size, fi.Size())
+	}
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+// ErrTooLarge is the error of ReadLocalFile for a file over its bound.
+var ErrTooLarge = errors.New("file too large")
+
+// ReadLocalFile reads the whole local file at path, with the guarantees of
+// a Local read: it never blocks on a named pipe, refuses anything but a
+// regular file (after following symbolic links; ErrNotRegular), refuses a
+// file of more than max bytes before reading it (ErrTooLarge), honours ctx,
+// and fails with ErrChanged rather than return the bytes of a file that
+// changed while read. Errors do not name the file: the caller does, in its
+// terms (a path relative to what it reads).
+func ReadLocalFile(ctx context.Context, path string, max int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	lf, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer lf.Close()
+	if lf.size > max {
+		return nil, fmt.Errorf("%w: %d bytes, over the bound of %d", ErrTooLarge, lf.size, max)
+	}
+	buf := make([]byte, lf.size)
+	if _, err := lf.readAt(ctx, nil, buf, 0); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// OpenLocalFile opens the local file at path for reading with the checks
+// of ReadLocalFile: never blocking, refusing anything but a regular file.
+// The caller reads it as it likes (a stream) and closes it. Errors do not
+// name the file.
+func OpenLocalFile(path string) (*os.File, error) {
+	lf, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	return lf.f, nil
+}
+
+// StatLocalFile is os.Stat refusing anything but a regular file, as
+// ReadLocalFile does, without opening it. Errors do not name the file.
+func StatLocalFile(path string) (fs.FileInfo, error) {
+	return statRegular(path)
+}
