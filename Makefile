@@ -21,7 +21,8 @@ FUZZ_TARGETS := \
 	./snapshot FuzzCheckpointCrossCheck \
 	./gds FuzzParseManifest \
 	./fs FuzzParseName \
-	./sample FuzzEscapeName
+	./sample FuzzEscapeName \
+	./internal/attack FuzzAttack
 
 .PHONY: all build test unit fuzz vet demo bench deps clean
 

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -665,6 +666,11 @@ func (t *Table) readJSON(ctx context.Context, f logFile) (*actions, error) {
 	data, err := readAllSized(ctx, t.st, f.Key, f.Size)
 	if err != nil {
 		return nil, err
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		// Every writer writes at least one action; an empty file is a
+		// write that did not land (or damage), never an empty commit.
+		return nil, corruptf("the file is empty: no actions")
 	}
 	a, err := parseActions(data)
 	if err != nil {

@@ -1,0 +1,15 @@
+package attack
+
+import (
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+)
+
+// TestMain keeps the suite's output readable: damaged tables make deltafs
+// log warnings by the hundred (that is their job); only errors show.
+func TestMain(m *testing.M) {
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	os.Exit(m.Run())
+}
