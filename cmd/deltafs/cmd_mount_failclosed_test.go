@@ -242,3 +242,80 @@ func TestMountFailClosedDeletionVectors(t *testing.T) {
 		})
 	}
 }
+
+// writeDigitsFile writes rows as deltaTable.commit does (same writer, same
+// options) and returns the file's bytes.
+func writeDigitsFile(t *testing.T, rows []digit) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[digit](&buf, parquet.Compression(&parquet.Snappy), parquet.PageBufferSize(64<<10))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	must(t, w.Close())
+	return buf.Bytes()
+}
+
+// TestMountReplacedDataFile: a data file replaced by another of the same
+// name and size (different pixels) is read anew by the next mount: the
+// disk cache keys every data file by its store identity (here size and
+// modification time), so the old file's cached pages and indexes are never
+// served for the new one.
+func TestMountReplacedDataFile(t *testing.T) {
+	bin := mounttest.Binary(t)
+	rows := func(v byte) []digit {
+		out := make([]digit, 50)
+		for i := range out {
+			out[i] = digit{ID: int64(i), Label: int32(i % 10), Pixels: bytes.Repeat([]byte{v}, 784)}
+		}
+		return out
+	}
+	tbl := newDeltaTable(t, filepath.Join(t.TempDir(), "t"))
+	_, paths := tbl.commit(time.UnixMilli(1_700_000_000_000), digitSchema, [][]digit{rows(10)})
+	data := filepath.Join(tbl.dir, paths[0])
+	old, err := os.ReadFile(data)
+	must(t, err)
+	// Another file of the same size: pixels of another value (the sizes of
+	// the encoded pages, checksums and statistics may vary: try values).
+	var repl []byte
+	var v byte
+	for v = 200; v < 255; v++ {
+		if b := writeDigitsFile(t, rows(v)); len(b) == len(old) && !bytes.Equal(b, old) {
+			repl = b
+			break
+		}
+	}
+	if repl == nil {
+		t.Fatal("no replacement of the same size")
+	}
+	cache := t.TempDir()
+	flags := []string{"--image", "28x28", "--cache-dir", cache}
+	m := mounttest.Start(t, bin, tbl.dir, flags...)
+	before := hashShard(t, filepath.Join(m.Dir, "version", "0", "shard", "0"))
+	must(t, m.Stop())
+
+	must(t, os.WriteFile(data, repl, 0o644))
+	later := time.Now().Add(time.Minute)
+	must(t, os.Chtimes(data, later, later))
+
+	m2 := mounttest.Start(t, bin, tbl.dir, flags...)
+	sd := filepath.Join(m2.Dir, "version", "0", "shard", "0")
+	after := hashShard(t, sd)
+	if len(after) != 50 || len(before) != 50 {
+		t.Fatalf("%d and %d samples", len(before), len(after))
+	}
+	for p, h := range after {
+		if h == before[p] {
+			t.Fatalf("%s: the replaced file's sample has the old file's bytes (served from the cache)", p)
+		}
+	}
+	// And they are the new file's pixels.
+	b, err := os.ReadFile(filepath.Join(sd, "7.png"))
+	must(t, err)
+	ref := mounttest.Start(t, bin, tbl.dir, "--image", "28x28", "--cache-dir", "none")
+	want, err := os.ReadFile(filepath.Join(ref.Dir, "version", "0", "shard", "0", "7.png"))
+	must(t, err)
+	if !bytes.Equal(b, want) {
+		t.Fatal("the replaced file's sample differs from an uncached mount's")
+	}
+}
