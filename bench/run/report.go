@@ -79,7 +79,8 @@ func figures() []figure {
 		figure{"resident memory over --mem-cache, 1,000,000 samples (MB)", "million/resident memory over --mem-cache", "", "≤ 200", atMost(200)},
 		figure{"sample index bytes per sample, 1,000,000 samples", "million/index bytes per sample", "", "< 64", atMost(63.99)},
 	)
-	fs = append(fs, s3Figures()...) // bench/run/s3.go
+	fs = append(fs, s3Figures()...)     // bench/run/s3.go
+	fs = append(fs, layoutFigures()...) // bench/run/layout.go
 	return fs
 }
 
