@@ -173,7 +173,8 @@ func OpenWithOptions(ctx context.Context, st storage.Storage, opts Options) (*Ta
 // missing file, a gap) rather than a refused protocol or an I/O failure.
 func isDamage(err error) bool {
 	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrLogGap) ||
-		errors.Is(err, ErrVersionNotFound) || errors.Is(err, storage.ErrNotExist)
+		errors.Is(err, ErrVersionNotFound) || errors.Is(err, storage.ErrNotExist) ||
+		errors.Is(err, storage.ErrNotRegular) || errors.Is(err, storage.ErrChanged)
 }
 
 // Storage is the table's storage.

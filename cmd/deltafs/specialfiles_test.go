@@ -82,6 +82,11 @@ func TestLogCatSpecialFiles(t *testing.T) {
 			oneLine(t, "log", stderr, code, want)
 			_, stderr, code = runBounded(t, limit, "cat", table)
 			oneLine(t, "cat", stderr, code, want)
+			// The versions before it stay readable.
+			out, stderr, code := runBounded(t, limit, "cat", table, "--version", "1")
+			if code != 0 || strings.Count(out, "\n") != 5 {
+				t.Errorf("cat --version 1: exit %d, %d rows, stderr %q; want the 5 rows of version 1", code, strings.Count(out, "\n"), stderr)
+			}
 		})
 		t.Run("data file "+kind, func(t *testing.T) {
 			table := copyDelta(t, "dat-basic_append")
