@@ -224,6 +224,35 @@ func (f *File) checkRowGroups() error {
 	if ciTotal > f.FooterStart || oiTotal > f.FooterStart {
 		return fmt.Errorf("page indexes of %d and %d bytes in total, the data ends at %d", ciTotal, oiTotal, f.FooterStart)
 	}
+	if len(md.RowGroups) > 0 && len(f.leaves) > 0 {
+		// parquet-go reads all column (offset) indexes as one region from
+		// the first chunk's, of their total length, and cuts each chunk's
+		// out of it (a panic when one lies outside).
+		first := &md.RowGroups[0].Columns[0]
+		for i := range md.RowGroups {
+			for j := range md.RowGroups[i].Columns {
+				c := &md.RowGroups[i].Columns[j]
+				if err := inRegion(f.leaves[j].path, "column index", c.ColumnIndexOffset, c.ColumnIndexLength, first.ColumnIndexOffset, ciTotal); err != nil {
+					return err
+				}
+				if err := inRegion(f.leaves[j].path, "offset index", c.OffsetIndexOffset, c.OffsetIndexLength, first.OffsetIndexOffset, oiTotal); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// inRegion checks that an index at off, of n bytes, lies in the region
+// parquet-go reads for all indexes of its kind: [start, start+total).
+func inRegion(column, kind string, off int64, n int32, start, total int64) error {
+	if start == 0 || off == 0 {
+		return nil // none read at open (a chunk's own is read alone)
+	}
+	if off < start || off-start > total-int64(n) {
+		return fmt.Errorf("column %s: a %s at offset %d, outside the page index at %d..%d", column, kind, off, start, start+total)
+	}
 	return nil
 }
 
