@@ -28,7 +28,7 @@ type FileReader struct {
 	version int64
 	mode    string // column mapping mode
 	file    *parquet.File
-	pq      *pqcheck.File // file's checked footer
+	pq      *pqcheck.File  // file's checked footer
 	tz      *time.Location // for partition timestamps without a zone
 
 	snap *snapshot.Snapshot // nil for a bare Parquet file (tests)
