@@ -31,8 +31,8 @@ func ReadTail(r io.ReaderAt, size int64) (tail []byte, off int64, f *File, err e
 		// The footer is larger than the guess (Footer checked its length
 		// against the file and MaxFooterBytes): read the rest.
 		need := size - 8 - footerLen(tail)
-		more, err := ReadExact(r, need, off-need)
-		if err != nil {
+		var more []byte
+		if more, err = ReadExact(r, need, off-need); err != nil {
 			return nil, 0, nil, err
 		}
 		tail, off = append(more, tail...), need

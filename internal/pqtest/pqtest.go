@@ -252,3 +252,22 @@ func FooterBomb(what string, n uint64) []byte {
 
 // Chunk0 is the chunk of column path in the first row group.
 func (f *File) Chunk0(path string) *Chunk { return &f.Chunks[0][f.Column(path)] }
+
+// ReplaceFooter returns data with its footer decoded, changed by edit and
+// encoded again: for claims about offsets and lengths, which Bytes sets.
+func ReplaceFooter(data []byte, edit func(*format.FileMetaData)) []byte {
+	var proto thrift.CompactProtocol
+	flen := int(binary.LittleEndian.Uint32(data[len(data)-8:]))
+	var md format.FileMetaData
+	if err := thrift.Unmarshal(&proto, data[len(data)-8-flen:len(data)-8], &md); err != nil {
+		panic(err)
+	}
+	edit(&md)
+	footer, err := thrift.Marshal(&proto, &md)
+	if err != nil {
+		panic(err)
+	}
+	out := append(bytes.Clone(data[:len(data)-8-flen]), footer...)
+	out = binary.LittleEndian.AppendUint32(out, uint32(len(footer)))
+	return append(out, "PAR1"...)
+}
