@@ -509,8 +509,8 @@ func (p *PageFetcher) readPages(ctx context.Context, of *openFile, ref FileRef, 
 		if raw == nil {
 			raw = func() ([]byte, error) { return readExact(raw0, pageOff, pageLen) }
 		}
-		b, err := raw()
-		if err != nil {
+		var b []byte
+		if b, err = raw(); err != nil {
 			return nil, err
 		}
 		staged, err = of.pq.StagePage(raw0, ch.rg, ch.col, pageOff, b, ch.page0)

@@ -134,12 +134,12 @@ func TestFooterBombs(t *testing.T) {
 // KB of Thrift but 320 MiB of []format.ColumnChunk.
 func TestFooterDecodeBudget(t *testing.T) {
 	var footer []byte
-	footer = append(footer, 0x15, 0x02)                                    // version
-	footer = append(footer, 0x19, 0x1c, 0x48, 4, 'r', 'o', 'o', 't', 0x00) // schema: the root
-	footer = append(footer, 0x16, 0x00)                                    // num_rows
-	footer = append(footer, 0x19, 0x1c)                                    // row_groups: one
-	footer = append(footer, pqtest.ListBomb(1, 600_000, 0)...)             // its columns
-	footer = append(footer, make([]byte, 600_000)...)                      // each an empty struct
+	footer = append(footer, 0x15, 0x02)                                       // version
+	footer = append(footer, 0x19, 0x1c, 0x48, 4, 'r', 'o', 'o', 't', 0x00)    // schema: the root
+	footer = append(footer, 0x16, 0x00)                                       // num_rows
+	footer = append(footer, 0x19, 0x1c)                                       // row_groups: one
+	footer = append(footer, pqtest.ListBomb(1, pqtest.Struct, 600_000, 0)...) // its columns
+	footer = append(footer, make([]byte, 600_000)...)                         // each an empty struct
 	footer = append(footer, 0x00, 0x00)
 	data := []byte("PAR1")
 	data = append(data, footer...)
@@ -237,14 +237,12 @@ func TestPageIndexBombs(t *testing.T) {
 		edit func(*pqtest.Chunk)
 		want string
 	}{
-		{"offset index", func(c *pqtest.Chunk) { c.RawOffsetIndex = pqtest.ListBomb(1, 1<<30, 32) },
+		{"offset index", func(c *pqtest.Chunk) { c.RawOffsetIndex = pqtest.ListBomb(1, pqtest.Struct, 1<<30, 32) },
 			"column pixels: offset index: PageLocations: a list claims 1073741824 elements in "},
-		{"column index", func(c *pqtest.Chunk) { c.ColumnIndex = pqtest.ListBomb(1, 1<<30, 32) },
+		{"column index null pages", func(c *pqtest.Chunk) { c.ColumnIndex = pqtest.ListBomb(1, pqtest.Bool, 1<<30, 32) },
 			"column pixels: column index: NullPages: a list claims 1073741824 elements in "},
-		{"column index max values", func(c *pqtest.Chunk) {
-			// null_pages: one false; min_values: 2^31-1 strings.
-			c.ColumnIndex = append([]byte{0x19, 0x12, 0x00}, pqtest.ListBomb(1, math.MaxInt32, 32)...)
-		}, "column pixels: column index: MinValues: a list claims 2147483647 elements in "},
+		{"column index min values", func(c *pqtest.Chunk) { c.ColumnIndex = pqtest.ColumnIndexBomb(math.MaxInt32, 32) },
+			"column pixels: column index: MinValues: a list claims 2147483647 elements in "},
 		{"page outside its chunk", func(c *pqtest.Chunk) {
 			c.RawOffsetIndex = marshal(t, &format.OffsetIndex{PageLocations: []format.PageLocation{{Offset: 4, CompressedPageSize: math.MaxInt32}}})
 		}, "column pixels: offset index: page 0 of 2147483647 bytes at offset 4 lies outside its chunk"},

@@ -209,15 +209,30 @@ func (f *File) Bytes() []byte {
 	return append(out, "PAR1"...)
 }
 
-// ListBomb is a Thrift list header claiming n elements of structs, then
-// padding up to size bytes (at least its own).
-func ListBomb(fieldDelta byte, n uint64, size int) []byte {
-	b := []byte{fieldDelta<<4 | 0x09, 0xfc} // field: list; list of structs, long size
+// Thrift compact element types, for ListBomb.
+const (
+	Bool   = 0x01
+	Binary = 0x08
+	Struct = 0x0c
+)
+
+// ListBomb is a struct field (its id fieldDelta after the previous one)
+// holding a Thrift list of elem claiming n elements, then padding up to
+// size bytes.
+func ListBomb(fieldDelta, elem byte, n uint64, size int) []byte {
+	b := []byte{fieldDelta<<4 | 0x09, 0xf0 | elem} // field: list; long size
 	b = binary.AppendUvarint(b, n)
 	for len(b) < size {
 		b = append(b, 0)
 	}
 	return b
+}
+
+// ColumnIndexBomb is a column index whose min_values claim n values,
+// padded to size bytes.
+func ColumnIndexBomb(n uint64, size int) []byte {
+	b := []byte{0x19, 0x00 | Bool} // null_pages: an empty list
+	return append(b, ListBomb(1, Binary, n, size-len(b))...)
 }
 
 // FooterBomb is a Parquet file of a few dozen bytes whose footer claims a
@@ -228,17 +243,17 @@ func FooterBomb(what string, n uint64) []byte {
 	footer = append(footer, 0x15, 0x02) // field 1 (version): i32 1
 	switch what {
 	case "schema":
-		footer = append(footer, ListBomb(1, n, 0)...) // field 2
+		footer = append(footer, ListBomb(1, Struct, n, 0)...) // field 2
 	case "row_groups", "columns":
 		// field 2: schema, one root element with no children
 		footer = append(footer, 0x19, 0x1c)                        // list of 1 struct
 		footer = append(footer, 0x48, 4, 'r', 'o', 'o', 't', 0x00) // field 4 (name)
 		footer = append(footer, 0x16, 0x00)                        // field 3 (num_rows): i64 0
 		if what == "row_groups" {
-			footer = append(footer, ListBomb(1, n, 0)...) // field 4
+			footer = append(footer, ListBomb(1, Struct, n, 0)...) // field 4
 		} else {
-			footer = append(footer, 0x19, 0x1c)           // field 4: list of 1 row group
-			footer = append(footer, ListBomb(1, n, 0)...) // its field 1: columns
+			footer = append(footer, 0x19, 0x1c)                   // field 4: list of 1 row group
+			footer = append(footer, ListBomb(1, Struct, n, 0)...) // its field 1: columns
 		}
 	default:
 		panic("pqtest: FooterBomb of " + what)
