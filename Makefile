@@ -19,6 +19,7 @@ FUZZ_TARGETS := \
 	./snapshot FuzzParseCommit \
 	./snapshot FuzzDecodeDeletionVector \
 	./snapshot FuzzCheckpointCrossCheck \
+	./internal/pqcheck FuzzDataFile \
 	./gds FuzzParseManifest \
 	./fs FuzzParseName \
 	./sample FuzzEscapeName \

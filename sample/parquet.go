@@ -13,6 +13,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/deltafs/deltafs/internal/pqcheck"
 	"github.com/deltafs/deltafs/storage"
 )
 
@@ -27,8 +28,10 @@ import (
 // neighbouring samples are served from memory. With ReadAhead, a reader
 // entering a page offers the next pages of the chunk to the cache's
 // read-ahead (Prefetcher), read together when Coalesce is set. Files
-// without an offset index are cached a whole column chunk at a time. Safe
-// for concurrent use.
+// without an offset index are cached a whole column chunk at a time.
+// parquet-go decodes only bytes read and checked first (package pqcheck):
+// the tail, each page (and the dictionary page it needs) or chunk, served
+// to it from memory. Safe for concurrent use.
 type PageFetcher struct {
 	st        storage.Storage
 	cache     BlobCache
@@ -106,11 +109,11 @@ type openFile struct {
 	key   string
 	ready chan struct{} // closed when f/err are set
 	f     *parquet.File
+	pq    *pqcheck.File // f's checked footer
 	err   error
 	start []int64 // first row of each row group; start[len] = rows
 
 	mu      sync.Mutex
-	staged  []stagedRange         // guarded by mu; page bytes read ahead of decoding
 	ahead   map[string]int        // guarded by mu; column chunk -> last page offered to read-ahead
 	batches map[string]*pageBatch // guarded by mu; page (column, row group/page) -> the read-ahead batch holding it until its entry is filled
 }
@@ -139,53 +142,6 @@ func (of *openFile) dropBatch(column, unit string) {
 	of.mu.Lock()
 	defer of.mu.Unlock()
 	delete(of.batches, column+"\x00"+unit)
-}
-
-// stagedRange is one page's bytes, read with one ranged read before
-// parquet-go decodes it, so that its header and body reads are served from
-// memory.
-type stagedRange struct {
-	off int64
-	b   []byte
-}
-
-// stage makes reads inside [off, off+len(b)) come from b until unstage.
-func (of *openFile) stage(off int64, b []byte) {
-	of.mu.Lock()
-	of.staged = append(of.staged, stagedRange{off, b})
-	of.mu.Unlock()
-}
-
-func (of *openFile) unstage(off int64) {
-	of.mu.Lock()
-	for i, r := range of.staged {
-		if r.off == off {
-			of.staged = append(of.staged[:i], of.staged[i+1:]...)
-			break
-		}
-	}
-	of.mu.Unlock()
-}
-
-// stagedReader serves reads starting inside a staged range from memory (a
-// short read at the range's end: the page is complete there) and the rest
-// from storage.
-type stagedReader struct {
-	of   *openFile
-	rest io.ReaderAt
-}
-
-func (s stagedReader) ReadAt(p []byte, off int64) (int, error) {
-	s.of.mu.Lock()
-	for _, r := range s.of.staged {
-		if off >= r.off && off < r.off+int64(len(r.b)) {
-			n := copy(p, r.b[off-r.off:])
-			s.of.mu.Unlock()
-			return n, nil
-		}
-	}
-	s.of.mu.Unlock()
-	return s.rest.ReadAt(p, off)
 }
 
 // countingReader counts the bytes and calls that reach storage.
@@ -236,7 +192,7 @@ func (p *PageFetcher) open(ctx context.Context, ref FileRef) (*openFile, error) 
 		of.err = err
 	}
 	if of.err == nil {
-		of.f, of.err = p.openParquet(ctx, ref, size, of)
+		of.f, of.pq, of.err = p.openParquet(ctx, ref, size)
 	}
 	if of.err == nil {
 		rgs := of.f.RowGroups()
@@ -259,8 +215,11 @@ func (p *PageFetcher) open(ctx context.Context, ref FileRef) (*openFile, error) 
 
 // openParquet opens a data file from its tail (footer and page index),
 // cached as kind "tail": a cached tail opens the file without any storage
-// read; otherwise the tail costs one read (see readTail).
-func (p *PageFetcher) openParquet(ctx context.Context, ref FileRef, size int64, of *openFile) (*parquet.File, error) {
+// read; otherwise the tail costs one read (see readTail). The tail is
+// checked (pqcheck.Tail) before parquet-go parses it, which then reads
+// nothing else: a read outside the tail fails.
+func (p *PageFetcher) openParquet(ctx context.Context, ref FileRef, size int64) (f *parquet.File, pq *pqcheck.File, err error) {
+	defer recoverParquet(&err)
 	sized := ref
 	sized.Size = size
 	raw := countingReader{p, ref.Key}
@@ -269,14 +228,30 @@ func (p *PageFetcher) openParquet(ctx context.Context, ref FileRef, size int64, 
 		return readTail(raw, size)
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	tail, off, err := parseTail(blob)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	r := &tailReader{tail: tail, off: off, rest: stagedReader{of: of, rest: raw}}
-	return parquet.OpenFile(r, size, parquet.SkipMagicBytes(true), parquet.SkipBloomFilters(true))
+	if pq, err = pqcheck.Tail(tail, off, size); err != nil {
+		return nil, nil, err
+	}
+	r := &pqcheck.Staged{}
+	r.Add(off, tail)
+	f, err = parquet.OpenFile(r, size, parquet.SkipMagicBytes(true), parquet.SkipBloomFilters(true))
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, pq, nil
+}
+
+// recoverParquet turns a panic of parquet-go into an error (deferred):
+// one damaged file must not take the mount down.
+func recoverParquet(err *error) {
+	if p := recover(); p != nil {
+		*err = fmt.Errorf("malformed Parquet file (parquet-go panicked: %v)", p)
+	}
 }
 
 // Identify implements Fetcher: one Stat per key and process. The identity
@@ -338,10 +313,11 @@ func (p *PageFetcher) Value(ctx context.Context, ref FileRef, column string, row
 
 	var unit string
 	var pageFirst int64 = -1
-	var pageOff, pageLen int64
+	var pageOff, pageLen, page0 int64
 	oi, oerr := cc.OffsetIndex()
 	pi := -1
 	if oerr == nil && oi.NumPages() > 0 {
+		page0 = oi.Offset(0)
 		pi = sort.Search(oi.NumPages(), func(i int) bool { return oi.FirstRowIndex(i) > inRG }) - 1
 		if pi >= 0 {
 			pageFirst = oi.FirstRowIndex(pi)
@@ -359,7 +335,7 @@ func (p *PageFetcher) Value(ctx context.Context, ref FileRef, column string, row
 			// Read ahead already, or about to be: one read for both.
 			raw = func() ([]byte, error) { return b.get(ctx, pi) }
 		}
-		return p.readPages(ctx, of, ref, cc, pageFirst, pageOff, pageLen, raw)
+		return p.readPages(ctx, of, ref, chunkAt{rgi, leaf, cc, page0}, pageFirst, pageOff, pageLen, raw)
 	})
 	of.dropBatch(column, unit)
 	// Read ahead when a reader enters a page at its first row, as a reader
@@ -367,7 +343,7 @@ func (p *PageFetcher) Value(ctx context.Context, ref FileRef, column string, row
 	// in the middle of a page (it would cost a random reader pages it
 	// never reads).
 	if err == nil && pi >= 0 && p.pf != nil && inRG == pageFirst {
-		p.prefetch(of, ref, column, rgi, cc, oi, pi)
+		p.prefetch(of, ref, column, chunkAt{rgi, leaf, cc, oi.Offset(0)}, oi, pi)
 	}
 	if err != nil {
 		return nil, err
@@ -385,7 +361,8 @@ func (p *PageFetcher) pageKey(ref FileRef, column, unit string) CacheKey {
 
 // prefetch offers the pages after page pi of a column chunk to the cache's
 // read-ahead: the next samples of the file in shard order.
-func (p *PageFetcher) prefetch(of *openFile, ref FileRef, column string, rgi int, cc parquet.ColumnChunk, oi parquet.OffsetIndex, pi int) {
+func (p *PageFetcher) prefetch(of *openFile, ref FileRef, column string, ch chunkAt, oi parquet.OffsetIndex, pi int) {
+	rgi := ch.rg
 	chunk := column + "\x00" + strconv.Itoa(rgi)
 	of.mu.Lock()
 	if of.ahead == nil {
@@ -415,7 +392,7 @@ func (p *PageFetcher) prefetch(of *openFile, ref FileRef, column string, rgi int
 		of.setBatch(column, unit, batch)
 		if !p.pf.Prefetch(key, n, func(ctx context.Context) ([]byte, error) {
 			defer of.dropBatch(column, unit)
-			return p.readPages(ctx, of, ref, cc, first, off, n, func() ([]byte, error) { return batch.get(ctx, j) })
+			return p.readPages(ctx, of, ref, ch, first, off, n, func() ([]byte, error) { return batch.get(ctx, j) })
 		}) {
 			batch.unaccept(j)
 			of.dropBatch(column, unit)
@@ -503,24 +480,47 @@ func (b *pageBatch) get(ctx context.Context, j int) ([]byte, error) {
 	return readExact(countingReader{b.p, b.key}, r.Off, r.Len)
 }
 
+// chunkAt is a column chunk of an open file: row group rg, leaf column
+// col, and the offset of its first data page by the offset index (0
+// without one).
+type chunkAt struct {
+	rg, col int
+	cc      parquet.ColumnChunk
+	page0   int64
+}
+
 // readPages decodes the page starting at row first of a column chunk, whose
 // bytes are [pageOff, pageOff+pageLen) of the file — read with one ranged
-// read — or, without an offset index (pageLen 0), every page of the chunk.
-// raw, if not nil, supplies the page's bytes instead.
-func (p *PageFetcher) readPages(ctx context.Context, of *openFile, ref FileRef, cc parquet.ColumnChunk, first, pageOff, pageLen int64, raw func() ([]byte, error)) ([]byte, error) {
+// read — or, without an offset index (pageLen 0), every page of the chunk,
+// read whole (up to pqcheck.MaxChunkBytes). raw, if not nil, supplies the
+// page's bytes instead. The bytes are checked (pqcheck.CheckPages) and
+// parquet-go decodes from them, reading nothing else; a dictionary-encoded
+// page needs the chunk's dictionary page, read and checked the same way.
+func (p *PageFetcher) readPages(ctx context.Context, of *openFile, ref FileRef, ch chunkAt, first, pageOff, pageLen int64, raw func() ([]byte, error)) (blob []byte, err error) {
+	defer recoverParquet(&err)
+	fcc, ok := ch.cc.(*parquet.FileColumnChunk)
+	if !ok {
+		return nil, fmt.Errorf("column %s: not a file column chunk", of.pq.Column(ch.col))
+	}
+	raw0 := countingReader{p, ref.Key}
+	var staged *pqcheck.Staged
 	onePage := pageLen > 0
 	if onePage {
 		if raw == nil {
-			raw = func() ([]byte, error) { return readExact(countingReader{p, ref.Key}, pageOff, pageLen) }
+			raw = func() ([]byte, error) { return readExact(raw0, pageOff, pageLen) }
 		}
-		b, err := raw()
-		if err != nil {
+		var b []byte
+		if b, err = raw(); err != nil {
 			return nil, err
 		}
-		of.stage(pageOff, b)
-		defer of.unstage(pageOff)
+		staged, err = of.pq.StagePage(raw0, ch.rg, ch.col, pageOff, b, ch.page0)
+	} else {
+		staged, err = of.pq.StageChunk(raw0, ch.rg, ch.col)
 	}
-	pages := cc.Pages()
+	if err != nil {
+		return nil, err
+	}
+	pages := fcc.PagesFrom(staged)
 	defer pages.Close()
 	if err := pages.SeekToRow(first); err != nil {
 		return nil, fmt.Errorf("seek to row %d: %w", first, err)

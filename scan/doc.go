@@ -48,6 +48,17 @@
 // maps. Codecs are those of parquet-go (uncompressed, snappy, gzip, zstd,
 // lz4raw, brotli); another one is an error naming the column.
 //
+// Nothing is read that was not checked first (package internal/pqcheck):
+// a file's footer and page index are read with one read of its end (more
+// only for large ones) and checked before parquet-go parses them; each
+// column chunk a read needs is read whole with one read (at most
+// pqcheck.MaxChunkBytes, so a scan holds the chunks of one row group in
+// memory), its page headers and compressed streams checked, and decoded
+// from memory; PageAt reads and checks only the page (and its dictionary
+// page). A claim that fails a check is an error naming the column and the
+// claim ("column pixels: a page claims 2147483647 bytes, 812 are left in
+// its chunk").
+//
 // Columns are matched as the table's column mapping mode says: by logical
 // name (none; case-insensitively when the exact name is absent), by
 // physical name (name), by Parquet field id, else physical name (id),

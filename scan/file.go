@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sort"
 	"sync/atomic"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/deltafs/deltafs/internal/pqcheck"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
@@ -26,20 +28,18 @@ type FileReader struct {
 	version int64
 	mode    string // column mapping mode
 	file    *parquet.File
+	pq      *pqcheck.File  // file's checked footer
 	tz      *time.Location // for partition timestamps without a zone
 
 	snap *snapshot.Snapshot // nil for a bare Parquet file (tests)
 	add  *snapshot.AddFile
 }
 
-// openOptions are the parquet-go options for data files: one read of the
-// file's tail at open (footer and, usually, page index), no bloom filters.
+// openOptions are the parquet-go options for data files: no bloom
+// filters (the footer and page index are read and checked before, see
+// openParquet).
 func openOptions() []parquet.FileOption {
-	return []parquet.FileOption{
-		parquet.SkipBloomFilters(true),
-		parquet.OptimisticRead(true),
-		parquet.ReadBufferSize(64 << 10),
-	}
+	return []parquet.FileOption{parquet.SkipBloomFilters(true)}
 }
 
 // OpenFile opens data file f of snap, reading its Parquet footer. Errors
@@ -106,16 +106,29 @@ func openParquet(ctx context.Context, st storage.Storage, key string, size, vers
 	or := &objectReader{st: st, key: key}
 	or.ctx.Store(&ctx)
 	rec := &ioRecorder{r: or}
-	pf, err := openRecovered(rec, size)
-	detached := context.WithoutCancel(ctx)
-	or.ctx.Store(&detached)
+	defer func() {
+		detached := context.WithoutCancel(ctx)
+		or.ctx.Store(&detached)
+	}()
+	// The footer and page index, read with one read of the file's end
+	// (more only for large ones) and checked before parquet-go parses
+	// them: it allocates what they claim. parquet-go then reads them from
+	// memory (the magic bytes at the start from storage, unless the tail
+	// holds them).
+	tail, off, pq, err := pqcheck.ReadTail(rec, size)
 	if err != nil {
 		return nil, rec.cause(err)
 	}
-	return &FileReader{st: st, key: key, path: path, version: version, mode: "none", file: pf, tz: time.UTC}, nil
+	staged := &pqcheck.Staged{Rest: rec}
+	staged.Add(off, tail)
+	pf, err := openRecovered(staged, size)
+	if err != nil {
+		return nil, rec.cause(err)
+	}
+	return &FileReader{st: st, key: key, path: path, version: version, mode: "none", file: pf, pq: pq, tz: time.UTC}, nil
 }
 
-func openRecovered(r *ioRecorder, size int64) (pf *parquet.File, err error) {
+func openRecovered(r io.ReaderAt, size int64) (pf *parquet.File, err error) {
 	defer recoverParquet(&err)
 	return parquet.OpenFile(r, size, openOptions()...)
 }
@@ -229,7 +242,7 @@ func (r *FileReader) PageAt(ctx context.Context, leaf int, row int64) (pg parque
 		return nil, 0, fmt.Errorf("no leaf column %d", leaf)
 	}
 	start := int64(0)
-	for _, rg := range rgs {
+	for rgi, rg := range rgs {
 		n := rg.NumRows()
 		if row >= start+n {
 			start += n
@@ -239,16 +252,32 @@ func (r *FileReader) PageAt(ctx context.Context, leaf int, row int64) (pg parque
 		if !ok {
 			return nil, 0, fmt.Errorf("leaf column %d is not a file column chunk", leaf)
 		}
+		rec := &ioRecorder{r: storage.ReaderAt(ctx, r.st, r.key)}
+		// Only the page's bytes (and its dictionary's) are read, checked
+		// and decoded; without an offset index, the chunk's.
 		rel, target := row-start, row-start
+		var staged *pqcheck.Staged
 		if oi, err := cc.OffsetIndex(); err == nil && oi != nil && oi.NumPages() > 0 {
 			np := oi.NumPages()
 			i := sort.Search(np, func(i int) bool { return oi.FirstRowIndex(i) > rel }) - 1
 			if i >= 0 {
 				target = oi.FirstRowIndex(i)
+				page, err := pqcheck.ReadExact(rec, oi.Offset(i), oi.CompressedPageSize(i))
+				if err != nil {
+					return nil, 0, rec.cause(err)
+				}
+				staged, err = r.pq.StagePage(rec, rgi, leaf, oi.Offset(i), page, oi.Offset(0))
+				if err != nil {
+					return nil, 0, rec.cause(err)
+				}
 			}
 		}
-		rec := &ioRecorder{r: storage.ReaderAt(ctx, r.st, r.key)}
-		pages := cc.PagesFrom(rec)
+		if staged == nil {
+			if staged, err = r.pq.StageChunk(rec, rgi, leaf); err != nil {
+				return nil, 0, rec.cause(err)
+			}
+		}
+		pages := cc.PagesFrom(staged)
 		defer pages.Close()
 		if err := pages.SeekToRow(target); err != nil {
 			return nil, 0, rec.cause(err)

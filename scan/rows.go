@@ -8,6 +8,7 @@ import (
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/deltafs/deltafs/internal/pqcheck"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
@@ -88,11 +89,11 @@ func (r *FileReader) readRows(ctx context.Context, fields []snapshot.StructField
 		rd.dels = skip.Iterator()
 	}
 	start := int64(0)
-	for _, rg := range r.file.RowGroups() {
+	for i, rg := range r.file.RowGroups() {
 		n := rg.NumRows()
 		lo, hi := max(from, start), min(to, start+n)
 		if lo < hi {
-			if err := rd.rowGroup(rg, start, lo, hi, rec); err != nil {
+			if err := rd.rowGroup(r.pq, i, rg, start, lo, hi, rec); err != nil {
 				return rec.cause(err)
 			}
 		}
@@ -115,9 +116,11 @@ type rowReader struct {
 	ent     [][]parquet.Value       // per leaf of the field being assembled
 }
 
-// rowGroup reads the rows [lo, hi) (file positions) of row group rg,
-// which starts at file row start.
-func (rd *rowReader) rowGroup(rg parquet.RowGroup, start, lo, hi int64, rec *ioRecorder) (err error) {
+// rowGroup reads the rows [lo, hi) (file positions) of row group rg (the
+// rgi-th of file pq), which starts at file row start. Each column chunk it
+// needs is read whole with one read (up to pqcheck.MaxChunkBytes), its
+// pages checked (pqcheck.CheckPages), and decoded from memory.
+func (rd *rowReader) rowGroup(pq *pqcheck.File, rgi int, rg parquet.RowGroup, start, lo, hi int64, rec *ioRecorder) (err error) {
 	defer recoverParquet(&err)
 	chunks := rg.ColumnChunks()
 	rd.cursors = rd.cursors[:0]
@@ -129,21 +132,26 @@ func (rd *rowReader) rowGroup(rg parquet.RowGroup, start, lo, hi int64, rec *ioR
 		}
 	}()
 	for _, p := range rd.plans {
-		cs := make([]*leafCursor, len(p.leaves))
-		for j, l := range p.leaves {
+		cs := make([]*leafCursor, 0, len(p.leaves))
+		rd.cursors = append(rd.cursors, cs) // closed by the defer, also on an error
+		for _, l := range p.leaves {
 			cc, ok := chunks[l.Index()].(*parquet.FileColumnChunk)
 			if !ok {
 				return fmt.Errorf("column %s: not a file column chunk", colPath(l))
 			}
-			pages := cc.PagesFrom(rec)
-			cs[j] = newLeafCursor(l, pages)
+			staged, err := pq.StageChunk(rec, rgi, l.Index())
+			if err != nil {
+				return err
+			}
+			pages := cc.PagesFrom(staged)
+			cs = append(cs, newLeafCursor(l, pages))
+			rd.cursors[len(rd.cursors)-1] = cs
 			if lo > start {
 				if err := pages.SeekToRow(lo - start); err != nil {
 					return fmt.Errorf("column %s: seek to row %d: %w", colPath(l), lo-start, err)
 				}
 			}
 		}
-		rd.cursors = append(rd.cursors, cs)
 	}
 	nextDel := int64(math.MaxInt64)
 	if rd.dels != nil {

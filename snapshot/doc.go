@@ -75,10 +75,12 @@
 // action's sizeInBytes must match); a deletion vector's offset and size,
 // past 1 MiB, against its file's size; a multi-part checkpoint's part
 // count against the parts listed; a Parquet footer's every list, map and
-// string length against the footer's bytes before parquet-go decodes it,
-// and each page's sizes and value count against its chunk and the file
-// before parquet-go reads the page (parquetclaims.go), row counts against
-// the file size; version
+// string length against the footer's bytes (and what it decodes to against
+// a bound), its schema and row groups against each other and the file,
+// before parquet-go decodes it, and each page's sizes, value count and
+// compressed stream against its chunk and the file before parquet-go
+// reads the page (package internal/pqcheck, shared with the data file
+// readers), row counts against the file size; version
 // numbers in file names index nothing. Sums of claimed row counts that
 // overflow an int64 are an error, so Snapshot.NumRows is a true sum, and
 // a deletion vector may not delete more rows than its file's statistics

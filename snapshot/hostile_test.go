@@ -180,7 +180,7 @@ func TestHostileParquetFooter(t *testing.T) {
 	if a := allocated(func() { _, err = tbl.Snapshot(context.Background(), 2) }); a > 16<<20 {
 		t.Errorf("allocated %d MiB", a>>20)
 	}
-	wantErr(t, err, ErrCorrupt, dir+" version 2: _delta_log/"+ckpt+": Parquet footer: a list claims 1073741824 elements in ")
+	wantErr(t, err, ErrCorrupt, dir+" version 2: _delta_log/"+ckpt+": Parquet footer: Schema: a list claims 1073741824 elements in ")
 	checkReadable(t, tbl, "dat-with_checkpoint", 0, 1)
 	// Every real checkpoint and sidecar passes the check.
 	for _, name := range []string{"dat-with_checkpoint", "golden-multi-part-checkpoint", "golden-v2-checkpoint-parquet", "deltars-table_failed_last_checkpoint_update"} {
@@ -317,7 +317,7 @@ func TestHostileParquetPages(t *testing.T) {
 				checkReadable(t, tbl, "dat-with_checkpoint", 2, 3)
 				return
 			}
-			wantErr(t, err, ErrCorrupt, dir+" version 2: _delta_log/"+ckpt+": parquet column ", c.want)
+			wantErr(t, err, ErrCorrupt, dir+" version 2: _delta_log/"+ckpt+": column add.path: ", c.want)
 		})
 	}
 }

@@ -2,13 +2,13 @@ package snapshot
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/deltafs/deltafs/internal/pqcheck"
 	"github.com/deltafs/deltafs/storage"
 )
 
@@ -59,8 +59,9 @@ func (c *pqColumn) defined(r, def int) bool {
 type pqFile struct {
 	key  string
 	f    *parquet.File
-	data []byte // the whole file
-	size int64  // bytes
+	pq   *pqcheck.File // the checked footer
+	data []byte        // the whole file
+	size int64         // bytes
 }
 
 // openParquet opens a Parquet log file. parquet-go panics are turned into
@@ -80,30 +81,21 @@ func openParquet(ctx context.Context, st storage.Storage, key string, size int64
 	if err != nil {
 		return nil, storageCause(err)
 	}
-	if err := checkParquetFrame(data); err != nil {
-		return nil, err
+	// Every size the footer claims is checked before parquet-go sees it
+	// (package pqcheck): parquet-go allocates each list at its claimed
+	// length.
+	if len(data) < 4 || string(data[:4]) != "PAR1" {
+		return nil, corruptf("not a Parquet file (magic bytes missing)")
+	}
+	pq, err := pqcheck.Footer(data, size)
+	if err != nil {
+		return nil, corruptf("%v", err)
 	}
 	f, err := parquet.OpenFile(bytesReaderAt(data), size, parquet.SkipPageIndex(true), parquet.SkipBloomFilters(true))
 	if err != nil {
 		return nil, corruptf("parquet: %v", err)
 	}
-	return &pqFile{key: key, f: f, data: data, size: size}, nil
-}
-
-// checkParquetFrame checks the magic bytes, that the footer length fits in
-// the file, and every size the footer claims (parquetclaims.go) before
-// parquet-go sees it: parquet-go allocates a buffer of the stored length
-// first (up to 4 GiB for a damaged file), and each list at its claimed
-// length.
-func checkParquetFrame(data []byte) error {
-	if len(data) < 12 || string(data[:4]) != "PAR1" || string(data[len(data)-4:]) != "PAR1" {
-		return corruptf("not a Parquet file (magic bytes missing)")
-	}
-	footer := binary.LittleEndian.Uint32(data[len(data)-8:])
-	if int64(footer) > int64(len(data))-12 {
-		return corruptf("Parquet footer length %d does not fit in a %d-byte file", footer, len(data))
-	}
-	return checkFooterSizes(data[len(data)-8-int(footer) : len(data)-8])
+	return &pqFile{key: key, f: f, pq: pq, data: data, size: size}, nil
 }
 
 type bytesReaderAt []byte
@@ -205,8 +197,9 @@ func (p *pqFile) readColumn(rg parquet.RowGroup, rgIndex, col int, maxDef int) (
 		return nil, corruptf("parquet row group of %d rows in a %d-byte file", n, p.size)
 	}
 	maxValues := 8*p.size + 1024
-	if err := checkChunkPages(p.data, p.f.Metadata(), rgIndex, col, maxValues); err != nil {
-		return nil, err
+	off, size := p.pq.ChunkRange(rgIndex, col)
+	if _, err := p.pq.CheckPages(rgIndex, col, off, p.data[off:off+size], maxValues); err != nil {
+		return nil, corruptf("%v", err)
 	}
 	c = &pqColumn{maxDef: maxDef, rows: make([]int, 0, min(n, 1<<16)+1)}
 	pages := chunks[col].Pages()
