@@ -179,7 +179,7 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 		slog.Info("unmounted from outside", "mountpoint", mnt)
 		stopPoll()
 		if !closeWithin(stk, mountStopBudget) {
-			return fmt.Errorf("unmounted %s from outside, but cache fills still stuck in storage after %s: exiting without them", mnt, mountStopBudget)
+			return fmt.Errorf("unmounted %s from outside, but requests still stuck in storage after %s: exiting without them", mnt, mountStopBudget)
 		}
 		return nil
 	case <-ctx.Done():
@@ -253,7 +253,7 @@ func stopMount(mnt string, stk *stack, served <-chan struct{}, sig string) error
 		return fmt.Errorf("unmounted %s, but requests still stuck in storage %s after %s: exiting without them", mnt, mountStopBudget, sig)
 	}
 	if !closeWithin(stk, time.Until(deadline)) {
-		return fmt.Errorf("unmounted %s, but cache fills still stuck in storage %s after %s: exiting without them", mnt, mountStopBudget, sig)
+		return fmt.Errorf("unmounted %s, but requests still stuck in storage %s after %s: exiting without them", mnt, mountStopBudget, sig)
 	}
 	return nil
 }

@@ -99,13 +99,15 @@ func hungTable(t *testing.T) (table string, stuck <-chan struct{}) {
 }
 
 // startStuck mounts the hung table and gets a read stuck in it: a reader
-// lists the shard, which needs the hung file's footer. It returns the mount
-// and the reader (killed at cleanup).
+// that holds a file of the mount open (so the mount point is busy) looks up
+// the shard's manifest, which needs the hung file's footer. It returns the
+// mount and the reader (killed at cleanup).
 func startStuck(t *testing.T) *mounttest.Mount {
 	t.Helper()
 	table, stuck := hungTable(t)
 	m := mounttest.Start(t, mounttest.Binary(t), table, "--cache-dir", "none")
-	reader := exec.Command("cat", filepath.Join(m.Dir, "version", "2", "shard", "0", "_samples.tsv"))
+	reader := exec.Command("sh", "-c", `exec 3< "$1"; cat "$2"; sleep 60`, "sh",
+		filepath.Join(m.Dir, "version", "2", "_commit.json"), filepath.Join(m.Dir, "version", "2", "shard", "0", "_samples.tsv"))
 	if err := reader.Start(); err != nil {
 		t.Fatal(err)
 	}
