@@ -568,6 +568,34 @@ func (p *PageFetcher) readPages(ctx context.Context, of *openFile, ref FileRef, 
 			break
 		}
 	}
+	// The page index placed the page: a page whose values are not the rows
+	// the index gives it (a damaged offset index, which has no checksum)
+	// would serve rows' neighbours as their values.
+	if want := expectedValues(ch.cc, first, onePage); want >= 0 && int64(len(offs)) != want {
+		return nil, fmt.Errorf("column %s: the page of rows from %d holds %d values, the page index says %d (damaged page index)", of.pq.Column(ch.col), first, len(offs), want)
+	}
 	offs = append(offs, uint32(len(data)))
 	return packOffsets(first, data, offs, nulls), nil
+}
+
+// expectedValues is how many values the page starting at row first of a
+// flat column chunk holds by its offset index (the whole chunk's when
+// !onePage), or -1 when that is unknown.
+func expectedValues(cc parquet.ColumnChunk, first int64, onePage bool) int64 {
+	total := cc.NumValues()
+	if !onePage {
+		return total - first
+	}
+	oi, err := cc.OffsetIndex()
+	if err != nil || oi.NumPages() == 0 {
+		return -1
+	}
+	i := sort.Search(oi.NumPages(), func(i int) bool { return oi.FirstRowIndex(i) >= first })
+	if i >= oi.NumPages() || oi.FirstRowIndex(i) != first {
+		return -1
+	}
+	if i+1 < oi.NumPages() {
+		return oi.FirstRowIndex(i+1) - first
+	}
+	return total - first
 }

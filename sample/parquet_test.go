@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/deltafs/deltafs/storage"
 )
@@ -80,4 +82,71 @@ func TestPageFetcher(t *testing.T) {
 		t.Error("a missing file was read")
 	}
 	t.Logf("stats %+v", after)
+}
+
+// TestPageFetcherDamagedOffsetIndex: an offset index (no checksum) whose
+// first row of a page is off places rows on the wrong page; the fetcher
+// must then fail those rows, never serve a neighbour's value.
+func TestPageFetcherDamagedOffsetIndex(t *testing.T) {
+	dir := t.TempDir()
+	var rows []pqRow
+	for i := range 2000 {
+		rows = append(rows, pqRow{ID: int64(i), Data: bytes.Repeat([]byte{byte(i)}, 100+i%50)})
+	}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[pqRow](&buf, parquet.Compression(&parquet.Snappy), parquet.MaxRowsPerRowGroup(700), parquet.PageBufferSize(8<<10))
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b := buf.Bytes()
+	pf, err := parquet.OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	col := pf.Root().Column("data").Index()
+	cm := pf.Metadata().RowGroups[0].Columns[col]
+	region := b[cm.OffsetIndexOffset : cm.OffsetIndexOffset+int64(cm.OffsetIndexLength)]
+	var proto thrift.CompactProtocol
+	var oi format.OffsetIndex
+	if err := thrift.Unmarshal(&proto, region, &oi); err != nil || len(oi.PageLocations) < 3 {
+		t.Fatalf("offset index: %v (%d pages)", err, len(oi.PageLocations))
+	}
+	// Move page 2's first row by a few rows, keeping the encoding's length.
+	done := false
+	for d := int64(1); d < 8 && !done; d++ {
+		oi.PageLocations[2].FirstRowIndex += d
+		enc, err := thrift.Marshal(&proto, &oi)
+		if err == nil && len(enc) == len(region) {
+			copy(region, enc)
+			done = true
+		} else {
+			oi.PageLocations[2].FirstRowIndex -= d
+		}
+	}
+	if !done {
+		t.Fatal("no damage of the same length")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "f.parquet"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := storage.NewLocal(dir)
+	p := NewPageFetcher(st, PageFetcherOptions{})
+	ref := FileRef{Path: "f.parquet", Key: "f.parquet", Size: int64(len(b))}
+	failed := 0
+	for i := range 700 {
+		got, err := p.Value(context.Background(), ref, "data", int64(i))
+		if err != nil {
+			failed++
+			continue
+		}
+		if !bytes.Equal(got, rows[i].Data) {
+			t.Fatalf("row %d: a value of another row (%d bytes of %d)", i, len(got), got[0])
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no row failed: the damaged offset index went unnoticed")
+	}
 }
