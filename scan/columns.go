@@ -1,0 +1,347 @@
+package scan
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltafs/deltafs/internal/pqcheck"
+	"github.com/deltafs/deltafs/snapshot"
+	"github.com/deltafs/deltafs/storage"
+)
+
+// BatchRows is the most rows a Batch spans: physical rows of the data
+// file, deleted ones included, so a batch has at most this many live rows.
+const BatchRows = 1 << 16
+
+// maxBatchBytes bounds the bytes a batch copies for one string or binary
+// column whose values are not laid out in a page as the vector wants them
+// (dictionary-encoded pages, partition values): a batch is cut shorter
+// rather than copy more, but always holds at least one row. Without it, a
+// dictionary of one large value and a page of indexes to it would expand
+// to far more than either.
+const maxBatchBytes = 64 << 20
+
+// FileColumns reads the live rows of data file f, in file order, a batch
+// at a time: it calls fn with the physical indexes of a run of live rows
+// and a Vector of each projected column's values for them (Fields order),
+// the same values Scan.File gives, typed. Rows deleted by f's deletion
+// vector are left out (a batch of deleted rows only is not passed). A
+// batch ends where a page of one of the primitive columns ends, within a
+// row group, and spans at most BatchRows rows; it is cut shorter when the
+// values of a dictionary-encoded string or binary column would take more
+// than 64 MiB. The Batch and everything in it alias buffers (some of them
+// the pages' own) reused once fn returns.
+//
+// Integers, floats, strings and binary values are read from the pages'
+// typed values, without a value object or an allocation per value;
+// booleans and the KindAny types through the row path's conversion.
+// With no columns projected, batches carry the live rows' indexes only.
+// Errors are as Scan.File's; an error returned by fn is returned as it is.
+func (s *Scan) FileColumns(ctx context.Context, f *snapshot.AddFile, fn func(b *Batch) error) error {
+	dv, err := s.snap.DeletedRows(ctx, f)
+	if err != nil {
+		return fileErr(s.snap.Version, f.Path, err)
+	}
+	r, err := OpenFile(ctx, s.snap, f)
+	if err != nil {
+		return err
+	}
+	r.tz = s.opts.PartitionTimeZone
+	if f.NumRecords >= 0 && f.NumRecords != r.NumRows() {
+		return fileErr(s.snap.Version, f.Path, fmt.Errorf("the data file has %d rows, its statistics in the log say %d", r.NumRows(), f.NumRecords))
+	}
+	ferr := error(nil)
+	err = r.readColumns(ctx, s.fields, dv, func(b *Batch) error {
+		ferr = fn(b)
+		return ferr
+	})
+	if ferr != nil {
+		return ferr
+	}
+	return err
+}
+
+// readColumns reads the rows of the file outside skip in batches.
+func (r *FileReader) readColumns(ctx context.Context, fields []snapshot.StructField, skip *roaring64.Bitmap, fn func(*Batch) error) (err error) {
+	defer func() {
+		if err != nil {
+			err = r.err(err)
+		}
+	}()
+	plans, err := r.plan(fields)
+	if err != nil {
+		return err
+	}
+	rec := &ioRecorder{r: storage.ReaderAt(ctx, r.st, r.key)}
+	br := &batchReader{ctx: ctx, fields: fields, plans: plans, bufs: make([]colBuffers, len(fields))}
+	br.call = func(_ int64, b *Batch) error { return fn(b) }
+	br.batch.Cols = make([]Vector, len(fields))
+	for i := range fields {
+		br.batch.Cols[i] = Vector{Kind: KindOf(fields[i].Type), Type: fields[i].Type}
+	}
+	if skip != nil && !skip.IsEmpty() {
+		br.dels = skip.Iterator()
+	}
+	start := int64(0)
+	for i, rg := range r.file.RowGroups() {
+		if n := rg.NumRows(); n > 0 {
+			if err := br.rowGroup(r.pq, i, rg, start, rec); err != nil {
+				return rec.cause(err)
+			}
+		}
+		start += rg.NumRows()
+	}
+	return nil
+}
+
+// batchReader reads the batches of one file.
+type batchReader struct {
+	ctx    context.Context
+	fields []snapshot.StructField
+	plans  []fieldPlan
+	call   func(int64, *Batch) error
+	dels   roaring64.IntPeekable64 // deleted rows, nil for none
+	batch  Batch
+	bufs   []colBuffers // per field
+	rows   []int64
+	runs   []run
+
+	// Per field, for the row group being read: a flat column's reader, or
+	// the leaf cursors of another.
+	flat    []*flatReader
+	cursors [][]*leafCursor
+	ent     [][]parquet.Value
+}
+
+// run is a range of live rows: n rows from the at-th row of a batch.
+type run struct{ at, n int }
+
+// rowGroup reads row group rg (the rgi-th of file pq, starting at file
+// row start). Each column chunk it needs is read whole, checked
+// (pqcheck.StageChunk) and decoded from memory, as Scan.File does.
+func (br *batchReader) rowGroup(pq *pqcheck.File, rgi int, rg parquet.RowGroup, start int64, rec *ioRecorder) (err error) {
+	defer recoverParquet(&err)
+	chunks := rg.ColumnChunks()
+	br.flat = make([]*flatReader, len(br.plans))
+	br.cursors = make([][]*leafCursor, len(br.plans))
+	defer func() {
+		for _, f := range br.flat {
+			if f != nil {
+				f.close()
+			}
+		}
+		for _, cs := range br.cursors {
+			for _, c := range cs {
+				c.close()
+			}
+		}
+	}()
+	for i := range br.plans {
+		p := &br.plans[i]
+		for _, l := range p.leaves {
+			cc, ok := chunks[l.Index()].(*parquet.FileColumnChunk)
+			if !ok {
+				return fmt.Errorf("column %s: not a file column chunk", colPath(l))
+			}
+			staged, err := pq.StageChunk(rec, rgi, l.Index())
+			if err != nil {
+				return err
+			}
+			pages := cc.PagesFrom(staged)
+			if p.flat {
+				br.flat[i] = newFlatReader(l, pages, br.fields[i].Type, p.root.conv)
+			} else {
+				br.cursors[i] = append(br.cursors[i], newLeafCursor(l, pages))
+			}
+		}
+	}
+	rows := rg.NumRows()
+	for at := int64(0); at < rows; {
+		if err := br.ctx.Err(); err != nil {
+			return err
+		}
+		k := int(min(rows-at, BatchRows))
+		for _, f := range br.flat {
+			if f != nil {
+				left, err := f.ready()
+				if err != nil {
+					return err
+				}
+				k = min(k, left)
+			}
+		}
+		for i, f := range br.flat {
+			if f != nil {
+				k = f.fit(k)
+			} else if p := &br.plans[i]; p.constant && br.batch.Cols[i].Kind == KindBytes {
+				if l := constLen(p.value); l > 0 {
+					k = min(k, max(1, maxBatchBytes/l))
+				}
+			}
+		}
+		if err := br.batchOf(start+at, k); err != nil {
+			return err
+		}
+		at += int64(k)
+	}
+	return nil
+}
+
+// constLen is the length of a string or binary constant.
+func constLen(x any) int {
+	switch t := x.(type) {
+	case string:
+		return len(t)
+	case []byte:
+		return len(t)
+	}
+	return 0
+}
+
+// batchOf reads the k rows from file row first, and passes their live
+// rows to the callback.
+func (br *batchReader) batchOf(first int64, k int) error {
+	runs, n := br.live(first, k)
+	// With no live row, the columns still pass over the k rows.
+	rows := grow(&br.rows, n)
+	o := 0
+	for _, rn := range runs {
+		for i := range rn.n {
+			rows[o+i] = first + int64(rn.at+i)
+		}
+		o += rn.n
+	}
+	br.batch.Rows = rows
+	for i := range br.plans {
+		p, v, cb := &br.plans[i], &br.batch.Cols[i], &br.bufs[i]
+		var err error
+		switch {
+		case p.constant:
+			err = fillConstant(v, cb, p.value, n)
+		case p.flat:
+			err = br.flat[i].fill(v, cb, runs, k, n)
+		default:
+			err = br.fillAssembled(v, cb, p, br.cursors[i], runs, k, n)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return callFn(br.call, 0, &br.batch)
+}
+
+// live returns the runs of live rows among the k rows from file row
+// first, and how many rows they hold: the deletion vector is walked with
+// its iterator, once.
+func (br *batchReader) live(first int64, k int) ([]run, int) {
+	runs := br.runs[:0]
+	cur, end := first, first+int64(k)
+	if br.dels != nil {
+		br.dels.AdvanceIfNeeded(uint64(first))
+		for br.dels.HasNext() {
+			d := int64(br.dels.PeekNext())
+			if d >= end {
+				break
+			}
+			if d > cur {
+				runs = append(runs, run{int(cur - first), int(d - cur)})
+			}
+			cur = d + 1
+			br.dels.Next()
+		}
+	}
+	if cur < end {
+		runs = append(runs, run{int(cur - first), int(end - cur)})
+	}
+	br.runs = runs
+	n := 0
+	for _, r := range runs {
+		n += r.n
+	}
+	return runs, n
+}
+
+// fillConstant sets every value of v to x: a partition value, or null for
+// a column the file lacks.
+func fillConstant(v *Vector, cb *colBuffers, x any, n int) error {
+	cb.start(v, n)
+	for o := range n {
+		if err := cb.store(v, o, x); err != nil {
+			return err
+		}
+	}
+	cb.end(v)
+	return nil
+}
+
+// fillAssembled reads a nested column row by row through its leaf
+// cursors and assembles its values, as Scan.File does. Their byte arrays
+// are copied: a cursor may release a page before the batch ends.
+func (br *batchReader) fillAssembled(v *Vector, cb *colBuffers, p *fieldPlan, cs []*leafCursor, runs []run, k, n int) error {
+	skip := func(m int) error {
+		if m > 0 {
+			for _, c := range cs {
+				if err := c.skip(int64(m)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	cb.start(v, n)
+	o, cur := 0, 0
+	for _, rn := range runs {
+		if err := skip(rn.at - cur); err != nil {
+			return err
+		}
+		for range rn.n {
+			br.ent = br.ent[:0]
+			for _, c := range cs {
+				vs, err := c.next()
+				if err != nil {
+					return err
+				}
+				br.ent = append(br.ent, vs)
+			}
+			if err := cb.store(v, o, detach(p.root.value(br.ent))); err != nil {
+				return err
+			}
+			o++
+		}
+		cur = rn.at + rn.n
+	}
+	if err := skip(k - cur); err != nil {
+		return err
+	}
+	cb.end(v)
+	return nil
+}
+
+// detach copies the byte arrays of an assembled value, which alias page
+// buffers (its containers are its own).
+func detach(x any) any {
+	switch t := x.(type) {
+	case []byte:
+		return bytes.Clone(t)
+	case []any:
+		for i := range t {
+			t[i] = detach(t[i])
+		}
+	case Struct:
+		for i := range t.Values {
+			t.Values[i] = detach(t.Values[i])
+		}
+	case Map:
+		for i := range t {
+			t[i].Key, t[i].Value = detach(t[i].Key), detach(t[i].Value)
+		}
+	}
+	return x
+}
