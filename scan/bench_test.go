@@ -6,6 +6,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
@@ -180,4 +181,135 @@ func BenchmarkRawPages(b *testing.B) {
 		}
 	}
 	reportRows(b, benchRows)
+}
+
+// The columnar benchmarks read a generated file of 1M rows (id long,
+// label integer, data binary of 16 bytes) in row groups of 100k rows,
+// snappy, in one of two layouts:
+//
+//   - import: what `deltafs import` writes (package writer): required
+//     columns, plain encoding, data pages v2 of ~64 KiB;
+//   - spark: nullable columns, dictionary-encoded (ids are unique, so
+//     the dictionary is as large as the column), data pages v1.
+//
+// Each reports rows/s; Scan.File on the same file and columns is the
+// comparison.
+const columnsRows = 1_000_000
+
+func columnsTable(b *testing.B, layout string) *snapshot.Snapshot {
+	b.Helper()
+	node := func(t parquet.Type) parquet.Node {
+		n := parquet.Leaf(t)
+		if layout == "spark" {
+			return parquet.Optional(parquet.Encoded(n, &parquet.RLEDictionary))
+		}
+		return parquet.Required(n)
+	}
+	// Group sorts its fields by name: data, id, label.
+	schema := parquet.NewSchema("spark_schema", parquet.Group{
+		"id": node(parquet.Int64Type), "label": node(parquet.Int32Type), "data": node(parquet.ByteArrayType),
+	})
+	def := 0
+	opts := []parquet.WriterOption{schema, parquet.Compression(&parquet.Snappy),
+		parquet.PageBufferSize(64 << 10), parquet.MaxRowsPerRowGroup(100_000)}
+	if layout == "spark" {
+		def = 1
+		opts = append(opts, parquet.DataPageVersion(1), parquet.PageBufferSize(1<<20))
+	}
+	var buf bytes.Buffer
+	w := parquet.NewWriter(&buf, opts...)
+	rng := rand.New(rand.NewPCG(3, 4))
+	rows := make([]parquet.Row, 64) // as package writer hands them over
+	for i := 0; i < columnsRows; i += len(rows) {
+		for j := range rows {
+			data := make([]byte, 16)
+			for k := range data {
+				data[k] = byte(rng.Uint32())
+			}
+			rows[j] = parquet.Row{
+				parquet.ByteArrayValue(data).Level(0, def, 0),
+				parquet.Int64Value(int64(i+j)).Level(0, def, 1),
+				parquet.Int32Value(int32(rng.IntN(1000))).Level(0, def, 2),
+			}
+		}
+		if _, err := w.WriteRows(rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return writeTable(b, filepath.Join(b.TempDir(), layout), schemaJSON("id:long", "label:integer", "data:binary"), nil, nil,
+		genFile{path: "part-00000.parquet", data: buf.Bytes(), numRecords: columnsRows})
+}
+
+// BenchmarkFileColumns: FileColumns and Scan.File over the columns id,
+// id and label, and data (summing the values' lengths), in both layouts.
+func BenchmarkFileColumns(b *testing.B) {
+	for _, layout := range []string{"import", "spark"} {
+		// Written once, by the first sub-benchmark of the layout that runs.
+		var snap *snapshot.Snapshot
+		table := func(b *testing.B) *snapshot.Snapshot {
+			if snap == nil {
+				snap = columnsTable(b, layout)
+				b.Logf("%s layout: %d bytes", layout, snap.Files[0].Size)
+			}
+			return snap
+		}
+		for _, cols := range [][]string{{"id"}, {"id", "label"}, {"data"}} {
+			name := layout + "/" + strings.Join(cols, "+")
+			scan := func(b *testing.B) (*Scan, *snapshot.Snapshot) {
+				snap := table(b)
+				sc, err := New(snap, cols)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return sc, snap
+			}
+			b.Run(name+"/FileColumns", func(b *testing.B) {
+				sc, snap := scan(b)
+				b.ReportAllocs()
+				for b.Loop() {
+					n, sum := 0, int64(0)
+					err := sc.FileColumns(b.Context(), snap.Files[0], func(bt *Batch) error {
+						n += len(bt.Rows)
+						v := &bt.Cols[0]
+						if v.Kind == KindBytes {
+							sum += int64(v.Offsets[len(bt.Rows)] - v.Offsets[0])
+						} else {
+							for _, x := range v.Int {
+								sum += x
+							}
+						}
+						return nil
+					})
+					if err != nil || n != columnsRows {
+						b.Fatalf("%d rows: %v", n, err)
+					}
+				}
+				reportRows(b, columnsRows)
+			})
+			b.Run(name+"/ScanFile", func(b *testing.B) {
+				sc, snap := scan(b)
+				b.ReportAllocs()
+				for b.Loop() {
+					n, sum := 0, int64(0)
+					err := sc.File(b.Context(), snap.Files[0], func(_ int64, row []any) error {
+						n++
+						switch x := row[0].(type) {
+						case []byte:
+							sum += int64(len(x))
+						case int64:
+							sum += x
+						}
+						return nil
+					})
+					if err != nil || n != columnsRows {
+						b.Fatalf("%d rows: %v", n, err)
+					}
+				}
+				reportRows(b, columnsRows)
+			})
+		}
+	}
 }

@@ -84,7 +84,12 @@ func (r *FileReader) readColumns(ctx context.Context, fields []snapshot.StructFi
 		br.batch.Cols[i] = Vector{Kind: KindOf(fields[i].Type), Type: fields[i].Type}
 	}
 	if skip != nil && !skip.IsEmpty() {
-		br.dels = skip.Iterator()
+		br.skip, br.dels = skip, skip.Iterator()
+	}
+	for i := range plans {
+		if p := &plans[i]; !p.constant && !p.flat {
+			br.assembled = append(br.assembled, i)
+		}
 	}
 	start := int64(0)
 	for i, rg := range r.file.RowGroups() {
@@ -104,17 +109,19 @@ type batchReader struct {
 	fields []snapshot.StructField
 	plans  []fieldPlan
 	call   func(int64, *Batch) error
-	dels   roaring64.IntPeekable64 // deleted rows, nil for none
+	skip   *roaring64.Bitmap       // deleted rows, nil for none
+	dels   roaring64.IntPeekable64 // iterates skip
 	batch  Batch
 	bufs   []colBuffers // per field
 	rows   []int64
 	runs   []run
 
 	// Per field, for the row group being read: a flat column's reader, or
-	// the leaf cursors of another.
-	flat    []*flatReader
-	cursors [][]*leafCursor
-	ent     [][]parquet.Value
+	// the leaf cursors of another (the assembled fields).
+	flat      []*flatReader
+	cursors   [][]*leafCursor
+	assembled []int
+	ent       [][]parquet.Value
 }
 
 // run is a range of live rows: n rows from the at-th row of a batch.
@@ -183,7 +190,8 @@ func (br *batchReader) rowGroup(pq *pqcheck.File, rgi int, rg parquet.RowGroup, 
 				}
 			}
 		}
-		if err := br.batchOf(start+at, k); err != nil {
+		k, err := br.batchOf(start+at, k)
+		if err != nil {
 			return err
 		}
 		at += int64(k)
@@ -202,10 +210,26 @@ func constLen(x any) int {
 	return 0
 }
 
-// batchOf reads the k rows from file row first, and passes their live
-// rows to the callback.
-func (br *batchReader) batchOf(first int64, k int) error {
+// batchOf reads the k rows from file row first (fewer when the nested
+// columns' values would take more than maxBatchBytes), passes their live
+// rows to the callback, and returns how many rows it read.
+func (br *batchReader) batchOf(first int64, k int) (int, error) {
 	runs, n := br.live(first, k)
+	if len(br.assembled) > 0 {
+		// First, as they may cut the batch short.
+		end, err := br.fillAssembled(runs, k, n)
+		if err != nil {
+			return 0, err
+		}
+		if end < k {
+			k = end
+			runs, n = cutRuns(runs, k)
+			if br.skip != nil {
+				// live consumed the deleted rows up to the old end.
+				br.dels = br.skip.Iterator()
+			}
+		}
+	}
 	// With no live row, the columns still pass over the k rows.
 	rows := grow(&br.rows, n)
 	o := 0
@@ -224,17 +248,28 @@ func (br *batchReader) batchOf(first int64, k int) error {
 			err = fillConstant(v, cb, p.value, n)
 		case p.flat:
 			err = br.flat[i].fill(v, cb, runs, k, n)
-		default:
-			err = br.fillAssembled(v, cb, p, br.cursors[i], runs, k, n)
 		}
 		if err != nil {
-			return err
+			return 0, err
 		}
 	}
 	if n == 0 {
-		return nil
+		return k, nil
 	}
-	return callFn(br.call, 0, &br.batch)
+	return k, callFn(br.call, 0, &br.batch)
+}
+
+// cutRuns keeps the runs within the first k rows.
+func cutRuns(runs []run, k int) ([]run, int) {
+	n := 0
+	for i, r := range runs {
+		if r.at >= k {
+			return runs[:i], n
+		}
+		runs[i].n = min(r.n, k-r.at)
+		n += runs[i].n
+	}
+	return runs, n
 }
 
 // live returns the runs of live rows among the k rows from file row
@@ -281,13 +316,17 @@ func fillConstant(v *Vector, cb *colBuffers, x any, n int) error {
 	return nil
 }
 
-// fillAssembled reads a nested column row by row through its leaf
-// cursors and assembles its values, as Scan.File does. Their byte arrays
-// are copied: a cursor may release a page before the batch ends.
-func (br *batchReader) fillAssembled(v *Vector, cb *colBuffers, p *fieldPlan, cs []*leafCursor, runs []run, k, n int) error {
+// fillAssembled reads the nested columns row by row through their leaf
+// cursors and assembles their values, as Scan.File does, for the live
+// rows among the next k (runs, n of them). Their byte arrays are copied: a
+// cursor releases a page when it moves on, within the batch. A row can
+// hold a large value (a list of many elements, or of values of a
+// dictionary), so the batch ends after the row that brings the values'
+// size past maxBatchBytes: it returns the rows read, k or fewer.
+func (br *batchReader) fillAssembled(runs []run, k, n int) (int, error) {
 	skip := func(m int) error {
-		if m > 0 {
-			for _, c := range cs {
+		for _, i := range br.assembled {
+			for _, c := range br.cursors[i] {
 				if err := c.skip(int64(m)); err != nil {
 					return err
 				}
@@ -295,33 +334,82 @@ func (br *batchReader) fillAssembled(v *Vector, cb *colBuffers, p *fieldPlan, cs
 		}
 		return nil
 	}
-	cb.start(v, n)
-	o, cur := 0, 0
+	for _, i := range br.assembled {
+		br.bufs[i].start(&br.batch.Cols[i], n)
+	}
+	o, cur, size := 0, 0, 0
+	end := k
+rows:
 	for _, rn := range runs {
 		if err := skip(rn.at - cur); err != nil {
-			return err
+			return 0, err
 		}
-		for range rn.n {
-			br.ent = br.ent[:0]
-			for _, c := range cs {
-				vs, err := c.next()
-				if err != nil {
-					return err
+		for r := rn.at; r < rn.at+rn.n; r++ {
+			for _, i := range br.assembled {
+				br.ent = br.ent[:0]
+				for _, c := range br.cursors[i] {
+					vs, err := c.next()
+					if err != nil {
+						return 0, err
+					}
+					br.ent = append(br.ent, vs)
 				}
-				br.ent = append(br.ent, vs)
-			}
-			if err := cb.store(v, o, detach(p.root.value(br.ent))); err != nil {
-				return err
+				x := detach(br.plans[i].root.value(br.ent))
+				size += sizeOf(x)
+				if err := br.bufs[i].store(&br.batch.Cols[i], o, x); err != nil {
+					return 0, err
+				}
 			}
 			o++
+			if size > maxBatchBytes && r+1 < k {
+				end = r + 1
+				break rows
+			}
 		}
 		cur = rn.at + rn.n
 	}
-	if err := skip(k - cur); err != nil {
-		return err
+	if end == k {
+		if err := skip(k - cur); err != nil {
+			return 0, err
+		}
 	}
-	cb.end(v)
-	return nil
+	for _, i := range br.assembled {
+		v := &br.batch.Cols[i]
+		br.bufs[i].end(v)
+		// Nested columns are KindAny (only primitive types are flat).
+		v.Any = v.Any[:o]
+		if v.Nulls != nil {
+			v.Nulls = v.Nulls[:o]
+		}
+	}
+	return end, nil
+}
+
+// sizeOf approximates the memory an assembled value takes: its bytes and
+// strings, and an interface per value.
+func sizeOf(x any) int {
+	const word = 16
+	switch t := x.(type) {
+	case []byte:
+		return word + len(t)
+	case string:
+		return word + len(t)
+	case []any:
+		n := word
+		for _, e := range t {
+			n += sizeOf(e)
+		}
+		return n
+	case Struct:
+		return word + sizeOf(t.Values)
+	case Map:
+		n := word
+		for _, e := range t {
+			n += sizeOf(e.Key) + sizeOf(e.Value)
+		}
+		return n
+	}
+	return word
 }
 
 // detach copies the byte arrays of an assembled value, which alias page

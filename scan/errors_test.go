@@ -64,6 +64,18 @@ func scanFile(t *testing.T, snap *snapshot.Snapshot, f *snapshot.AddFile) (int, 
 	return n, err
 }
 
+// scanFileColumns is scanFile through FileColumns.
+func scanFileColumns(t *testing.T, snap *snapshot.Snapshot, f *snapshot.AddFile) (int, error) {
+	t.Helper()
+	sc, err := New(snap, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err = sc.FileColumns(t.Context(), f, func(b *Batch) error { n += len(b.Rows); return nil })
+	return n, err
+}
+
 // checkFileError checks that err is a *FileError naming the version and
 // the file.
 func checkFileError(t *testing.T, err error, snap *snapshot.Snapshot, f *snapshot.AddFile) {
@@ -132,20 +144,23 @@ func TestCorruptDataFile(t *testing.T) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := scanFile(t, snap, f)
-		if err == nil {
-			t.Errorf("%s: no error", name)
-			continue
-		}
-		checkFileError(t, err, snap, f)
-		if errors.Is(err, storage.ErrNotExist) {
-			t.Errorf("%s: %v reads as a missing file", name, err)
+		for _, read := range []func(*testing.T, *snapshot.Snapshot, *snapshot.AddFile) (int, error){scanFile, scanFileColumns} {
+			_, err := read(t, snap, f)
+			if err == nil {
+				t.Errorf("%s: no error", name)
+				continue
+			}
+			checkFileError(t, err, snap, f)
+			if errors.Is(err, storage.ErrNotExist) {
+				t.Errorf("%s: %v reads as a missing file", name, err)
+			}
 		}
 	}
 }
 
 // Bytes changed anywhere in data files (pages, footer, page index) give
-// errors or wrong values, never a panic.
+// errors or wrong values, never a panic; FileColumns fails where
+// Scan.File does, and gives the same rows otherwise.
 func TestCorruptDataFileNoPanic(t *testing.T) {
 	for _, table := range []string{"golden-table-with-columnmapping-mode-id", "deltars-table_with_column_mapping", "kernelrs-type-widening"} {
 		dir := copyTable(t, table)
@@ -167,9 +182,17 @@ func TestCorruptDataFileNoPanic(t *testing.T) {
 				if err := os.WriteFile(path, data, 0o644); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := scanFile(t, snap, f); err != nil {
+				n, err := scanFile(t, snap, f)
+				if err != nil {
 					failures++
 					checkFileError(t, err, snap, f)
+				}
+				nc, cerr := scanFileColumns(t, snap, f)
+				if cerr != nil {
+					checkFileError(t, cerr, snap, f)
+				}
+				if (err == nil) != (cerr == nil) || n != nc {
+					t.Errorf("%s %s corruption %d: Scan.File %d rows, %v; FileColumns %d rows, %v", table, f.Path, try, n, err, nc, cerr)
 				}
 			}
 			t.Logf("%s %s: %d of 80 corruptions detected", table, f.Path, failures)
@@ -215,6 +238,10 @@ func TestCanceledContext(t *testing.T) {
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err %v, want context.Canceled", err)
 	}
+	err = sc.FileColumns(ctx, snap.Files[0], func(*Batch) error { return nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("FileColumns: err %v, want context.Canceled", err)
+	}
 }
 
 // A data file whose row count differs from the log's statistics is an
@@ -225,5 +252,8 @@ func TestRowCountMismatch(t *testing.T) {
 	_, err := scanFile(t, snap, snap.Files[0])
 	if err == nil || !strings.Contains(err.Error(), "has 2000 rows, its statistics in the log say 2001") {
 		t.Errorf("err %v", err)
+	}
+	if _, cerr := scanFileColumns(t, snap, snap.Files[0]); cerr == nil || err == nil || cerr.Error() != err.Error() {
+		t.Errorf("FileColumns: err %v", cerr)
 	}
 }

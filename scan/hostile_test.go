@@ -50,6 +50,10 @@ func TestHostilePage(t *testing.T) {
 	}
 	parquet.Release(pg)
 	s, _ := New(snap, nil)
+	err = s.FileColumns(t.Context(), snap.Files[0], func(*Batch) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("FileColumns: %v, want %q", err, want)
+	}
 	if err := s.All(t.Context(), func(*snapshot.AddFile, int64, []any) error { return nil }); err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("scan: %v", err)
 	}
