@@ -3,7 +3,8 @@
 //
 // A Scan (New) projects a snapshot to some of its logical top-level
 // columns; File visits the live rows of one data file in file order, All
-// those of every file in snapshot order. Each row comes with its physical
+// those of every file in snapshot order; FileColumns reads the live rows
+// of one data file a batch at a time into typed vectors (see Columns). Each row comes with its physical
 // index in the data file (what deletion vectors index); rows deleted by a
 // deletion vector are skipped. A FileReader (OpenFile) is one data file
 // opened once: it reads row ranges, finds the Parquet leaf column of a
@@ -35,6 +36,39 @@
 //	void           nil
 //
 // The row slice is reused between rows: copy what you keep.
+//
+// # Columns
+//
+// FileColumns gives the rows and values File gives (the same conversions,
+// partition values, missing columns, deletion vectors and errors), a
+// Batch at a time: the physical indexes of a run of live rows, and a
+// Vector per projected column whose storage follows the column's Delta
+// type (KindOf): long, integer, short and byte as []int64; float and
+// double as []float64; string and binary as one []byte with offsets;
+// boolean as []bool; the other types (decimals, dates, timestamps, nested
+// types, void) as []any holding what File gives. Nulls are flags, nil in a
+// batch without one. Vector.Value boxes a value as File gives it.
+//
+// Integers, floats and byte arrays of primitive columns are read from the
+// pages' typed values (parquet-go's Page.Data: the decoded page buffer, or
+// dictionary indexes into the dictionary page's values, each index
+// checked), with definition levels for nulls: no parquet.Value and no
+// allocation per value. Without deleted rows in the batch, a required
+// long column's vector is the page's own int64s, and a byte array
+// column's bytes are the page's own (with a dictionary they are copied).
+// Booleans and the types of []any go through parquet.Value and the
+// converters of File. Deleted rows are found with the deletion vector's
+// iterator, once per batch.
+//
+// A batch lies within a row group and within one page of each primitive
+// column, and spans at most BatchRows rows; it is cut shorter, but never
+// below one row, where its copied values would pass 64 MiB: the values of
+// a dictionary-encoded string or binary column (a small dictionary and a
+// page of indexes can stand for far more bytes), string and binary
+// partition values, and nested values (assembled row by row, as File
+// does; their byte arrays copied, since a nested column's rows may cross
+// pages within a batch). Everything in a batch aliases buffers reused
+// after the callback returns, some of them the pages' own.
 //
 // # Reading Parquet
 //
