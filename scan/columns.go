@@ -17,10 +17,11 @@ import (
 // file, deleted ones included, so a batch has at most this many live rows.
 const BatchRows = 1 << 16
 
-// maxBatchBytes bounds the bytes a batch copies for one string or binary
-// column whose values are not laid out in a page as the vector wants them
-// (dictionary-encoded pages, partition values): a batch is cut shorter
-// rather than copy more, but always holds at least one row. Without it, a
+// maxBatchBytes bounds what a batch copies for the values a page does not
+// hold as the vector wants them: per string or binary column, the values
+// of a dictionary-encoded page or a partition value; for the nested
+// columns together, their assembled values. A batch is cut shorter rather
+// than copy more, but always holds at least one row. Without it, a
 // dictionary of one large value and a page of indexes to it would expand
 // to far more than either.
 const maxBatchBytes = 64 << 20
@@ -31,10 +32,11 @@ const maxBatchBytes = 64 << 20
 // the same values Scan.File gives, typed. Rows deleted by f's deletion
 // vector are left out (a batch of deleted rows only is not passed). A
 // batch ends where a page of one of the primitive columns ends, within a
-// row group, and spans at most BatchRows rows; it is cut shorter when the
-// values of a dictionary-encoded string or binary column would take more
-// than 64 MiB. The Batch and everything in it alias buffers (some of them
-// the pages' own) reused once fn returns.
+// row group, and spans at most BatchRows rows; it is cut shorter (never
+// below one row) when the values it copies would pass 64 MiB: those of a
+// dictionary-encoded string or binary column, of a string or binary
+// partition column, of the nested columns. The Batch and everything in it
+// alias buffers (some of them the pages' own) reused once fn returns.
 //
 // Integers, floats, strings and binary values are read from the pages'
 // typed values, without a value object or an allocation per value;

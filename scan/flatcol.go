@@ -172,7 +172,13 @@ var kindOfValues = map[parquet.Kind]encoding.Kind{
 // setTyped takes the typed values of page pg when this column reads them;
 // false when the page must be read through parquet.Value.
 func (r *flatReader) setTyped(pg parquet.Page) (bool, error) {
-	if (r.out == KindInt || r.out == KindFloat) && r.num == numNone || r.out != KindInt && r.out != KindFloat && r.out != KindBytes {
+	switch r.out {
+	case KindInt, KindFloat:
+		if r.num == numNone {
+			return false, nil
+		}
+	case KindBytes:
+	default:
 		return false, nil
 	}
 	src := pg.Data()
