@@ -6,7 +6,6 @@ import (
 	"syscall"
 	"time"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/deltafs/deltafs/sample"
@@ -67,9 +66,11 @@ func (r *Root) xattrs() bool { return r.opts.Xattrs && r.opts.Extents != nil }
 // the file with O_DIRECT, which FUSE serves without the page cache
 // (gds.ReadManifestFile and examples/gds/loader.py do).
 type extentsFile struct {
-	gofs.Inode
-	sd   *shardDir
-	sh   *sample.Shard
+	root *Root
+	id   uint64 // its node id
+	n    node   // which shard (the shard itself is looked up at each read:
+	// keeping it here would keep its version's index alive)
+	path string
 	size int64 // of the manifest, as computed at lookup
 
 	mu   sync.Mutex
@@ -81,61 +82,47 @@ type extentsFile struct {
 // dropped.
 const dropDelay = 20 * time.Millisecond
 
-// expireAtOnce is the shortest attribute timeout go-fuse passes on (it
-// replaces 0 by the mount's default).
-const expireAtOnce = time.Nanosecond
-
-var _ = (gofs.NodeGetattrer)((*extentsFile)(nil))
-var _ = (gofs.NodeOpener)((*extentsFile)(nil))
-var _ = (gofs.NodeReader)((*extentsFile)(nil))
-
-func (d *shardDir) lookupExtents(ctx context.Context, sh *sample.Shard, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	r := d.vd.root
+// extentsFile returns the state of node n's _extents.tsv, computing its
+// size (without I/O) on first use.
+func (r *Root) extentsFile(ctx context.Context, n node) (*extentsFile, syscall.Errno) {
+	if r.opts.Extents == nil {
+		return nil, syscall.ENOENT
+	}
+	id := mustIno(n.kind, n.version, n.item)
+	if f, ok := r.extents.Load(id); ok {
+		return f.(*extentsFile), 0
+	}
+	sh, errno := r.shard(ctx, n.version, int(n.item))
+	if errno != 0 {
+		return nil, errno
+	}
+	path := shardPath(n.version, int(n.item)) + "/" + r.extentsName()
 	data, err := r.opts.Extents.Manifest(ctx, sh, false)
 	if err != nil {
-		return nil, toErrno(r.log, "extents", d.path()+"/"+r.extentsName(), err)
+		return nil, errnoFor(ctx, r.log, "extents", path, err)
 	}
-	f := &extentsFile{sd: d, sh: sh, size: int64(len(data))}
-	f.attr(&out.Attr)
-	out.SetEntryTimeout(r.opts.Immutable)
-	out.SetAttrTimeout(expireAtOnce)
-	return d.NewInode(ctx, f, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: ino(kindExtents, d.vd.info.Version, int64(d.k))}), 0
+	f, _ := r.extents.LoadOrStore(id, &extentsFile{root: r, id: id, n: n, path: path, size: int64(len(data))})
+	return f.(*extentsFile), 0
 }
 
-func (f *extentsFile) attr(a *fuse.Attr) {
-	a.Mode = syscall.S_IFREG | 0o444
-	a.Size = uint64(f.size)
-	a.Nlink = 1
-	setTime(a, time.Now())
-}
-
-// Getattr implements gofs.NodeGetattrer.
-func (f *extentsFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	f.attr(&out.Attr)
-	out.SetTimeout(expireAtOnce)
-	return 0
-}
-
-// Open implements gofs.NodeOpener (see sampleFile.Open).
-func (f *extentsFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	return openReadOnly(flags)
-}
-
-// Read implements gofs.NodeReader: a read at offset 0, or the first read,
-// materialises the shard first.
-func (f *extentsFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+// read returns the manifest to serve a read at off: materialised afresh at
+// offset 0, or when none was yet.
+func (f *extentsFile) read(ctx context.Context, off int64) ([]byte, syscall.Errno) {
 	f.mu.Lock()
 	data := f.data
 	f.mu.Unlock()
+	r := f.root
 	if off == 0 || data == nil {
-		r := f.sd.vd.root
-		path := f.sd.path() + "/" + r.extentsName()
+		sh, errno := r.shard(ctx, f.n.version, int(f.n.item))
+		if errno != 0 {
+			return nil, errno
+		}
 		var err error
-		if data, err = r.opts.Extents.Manifest(ctx, f.sh, true); err != nil {
-			return nil, toErrno(r.log, "extents", path, err)
+		if data, err = r.opts.Extents.Manifest(ctx, sh, true); err != nil {
+			return nil, errnoFor(ctx, r.log, "extents", f.path, err)
 		}
 		if int64(len(data)) != f.size {
-			r.log.Error("I/O error: extent manifest's size differs from the one computed at lookup", "path", path, "size", len(data), "lookup", f.size)
+			r.log.Error("I/O error: extent manifest's size differs from the one computed at lookup", "path", f.path, "size", len(data), "lookup", f.size)
 			return nil, syscall.EIO
 		}
 	}
@@ -144,47 +131,51 @@ func (f *extentsFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte,
 	f.mu.Lock()
 	f.data = data
 	if f.drop == nil {
-		f.drop = time.AfterFunc(dropDelay, func() { f.NotifyContent(0, 0) })
+		f.drop = time.AfterFunc(dropDelay, func() {
+			if s := r.server; s != nil {
+				s.InodeNotify(f.id, 0, 0)
+			}
+		})
 	} else {
 		f.drop.Reset(dropDelay)
 	}
 	f.mu.Unlock()
-	if off >= int64(len(data)) {
-		return fuse.ReadResultData(nil), 0
-	}
-	return fuse.ReadResultData(data[off:min(int64(len(data)), off+int64(len(dest)))]), 0
+	return data, 0
 }
 
-var _ = (gofs.NodeGetxattrer)((*sampleFile)(nil))
-var _ = (gofs.NodeListxattrer)((*sampleFile)(nil))
-
-// Getxattr implements gofs.NodeGetxattrer: the extent attribute, which
-// materialises the sample in the disk cache. Only reached with --xattrs
-// (otherwise the mount disables xattrs and the kernel never asks).
-func (f *sampleFile) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
-	r := f.vd.root
-	if !r.xattrs() || attr != r.opts.Extents.XattrName() {
-		return 0, syscall.ENODATA
+// GetXAttr implements fuse.RawFileSystem: the extent attribute of sample
+// files, which materialises the sample in the disk cache. Only reached
+// with --xattrs (otherwise the mount disables xattrs and the kernel never
+// asks).
+func (r *Root) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string, dest []byte) (uint32, fuse.Status) {
+	n, ok := decode(h.NodeId)
+	if !ok || n.kind != kindSample || !r.xattrs() || attr != r.opts.Extents.XattrName() {
+		return 0, fuse.ENOATTR
 	}
-	v, err := r.opts.Extents.Xattr(ctx, f.sh, f.pos)
+	ctx := requestCtx(cancel, h)
+	sh, pos, errno := r.sampleAt(ctx, n)
+	if errno != 0 {
+		return 0, status(errno)
+	}
+	v, err := r.opts.Extents.Xattr(ctx, sh, pos)
 	if err != nil {
-		return 0, toErrno(r.log, "getxattr", f.sh.String()+" "+f.sh.Path(f.pos), err)
+		return 0, status(errnoFor(ctx, r.log, "getxattr", sh.String()+" "+sh.Path(pos), err))
 	}
 	if len(dest) < len(v) {
-		return uint32(len(v)), syscall.ERANGE
+		return uint32(len(v)), fuse.ERANGE
 	}
-	return uint32(copy(dest, v)), 0
+	return uint32(copy(dest, v)), fuse.OK
 }
 
-// Listxattr implements gofs.NodeListxattrer.
-func (f *sampleFile) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	r := f.vd.root
-	if !r.xattrs() {
-		return 0, 0
+// ListXAttr implements fuse.RawFileSystem.
+func (r *Root) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
+	n, ok := decode(h.NodeId)
+	if !ok || n.kind != kindSample || !r.xattrs() {
+		return 0, fuse.OK
 	}
 	list := r.opts.Extents.XattrName() + "\x00"
 	if len(dest) < len(list) {
-		return uint32(len(list)), syscall.ERANGE
+		return uint32(len(list)), fuse.ERANGE
 	}
-	return uint32(copy(dest, list)), 0
+	return uint32(copy(dest, list)), fuse.OK
 }

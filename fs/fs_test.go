@@ -52,7 +52,7 @@ func mount(t *testing.T, tbl *memtable.Table, spec sample.Spec, refresh time.Dur
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := mounttest.InProcess(t, root, root.MountOptions("memtable", false, false))
+	dir := mounttest.InProcessRaw(t, root, root.MountOptions("memtable", false, false))
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	go root.Run(ctx)

@@ -1,54 +1,87 @@
 package fs
 
-// Inode numbers are bit-packed and deterministic, so the same path has the
-// same number on every mount and no two files ever share one:
+import "github.com/hanwen/go-fuse/v2/fuse"
+
+// Node ids are the inode numbers, and both are a pure function of what a
+// node is, bit-packed, so the server keeps no object per node: every
+// request decodes its node id (node), and the same path has the same
+// number on every mount.
 //
-//	bit 63      0 (numbers stay below 2^63, where go-fuse's automatic
-//	            numbers start)
-//	bits 56-62  kind (below)
-//	bits 32-55  table version (below 2^24)
-//	bits 0-31   item: shard number, class folder, or the sample's index in
-//	            its version
+//	bit 63      0
+//	bits 58-62  kind (below)
+//	bits 32-57  table version (below 2^26)
+//	bits 0-31   item: shard number, K<<16 | class folder, or the sample's
+//	            number in its version (sample.Shard.Global)
 //
-// Where a value does not fit (a version ≥ 2^24, more than 2^32 samples in a
-// version, ≥ 2^16 shards or class folders per shard), the node gets Ino 0,
-// which makes go-fuse assign a fresh unique number (≥ 2^63): still never
-// shared, just not stable across mounts.
+// The root is FUSE's node 1. A version at or beyond 2^26 (67 million
+// commits) has no number: its directory is not served (a log line says
+// so). A shard has at most 2^16 class folders (sample refuses more), and
+// a version at most 2^32 samples (sample.MaxSamples).
 const (
-	kindVersions = 1 + iota // MOUNT/version
-	kindLatest              // MOUNT/latest
-	kindAtDir               // MOUNT/at
-	kindMetaDir             // MOUNT/.deltafs
-	kindStats               // MOUNT/.deltafs/stats
-	kindVersion             // version/N
-	kindCommit              // version/N/_commit.json
-	kindSchema              // version/N/_schema.json
-	kindShards              // version/N/shard
-	kindShard               // version/N/shard/K (item K)
-	kindManifest            // version/N/shard/K/_samples.tsv (item K)
-	kindClass               // version/N/shard/K/C (item K<<16 | class)
-	kindSample              // a sample file (item: index in the version)
-	kindAt                  // at/<time> -> ../version/N
-	kindExtents             // version/N/shard/K/_extents.tsv (item K)
+	kindRoot     = iota // MOUNT (node 1)
+	kindVersions        // MOUNT/version
+	kindLatest          // MOUNT/latest
+	kindAtDir           // MOUNT/at
+	kindMetaDir         // MOUNT/.deltafs
+	kindStats           // MOUNT/.deltafs/stats
+	kindVersion         // version/N
+	kindCommit          // version/N/_commit.json
+	kindSchema          // version/N/_schema.json
+	kindShards          // version/N/shard
+	kindShard           // version/N/shard/K (item K)
+	kindManifest        // version/N/shard/K/_samples.tsv (item K)
+	kindClass           // version/N/shard/K/C (item K<<16 | class)
+	kindSample          // a sample file (item: number in the version)
+	kindAt              // at/<time> -> ../version/N
+	kindExtents         // version/N/shard/K/_extents.tsv (item K)
+	numKinds
 )
 
 const (
-	maxVersion = 1 << 24
+	maxVersion = 1 << 26
 	maxItem    = 1 << 32
+	maxClasses = 1 << 16
 )
 
-// ino packs an inode number, or returns 0 (automatic) when it cannot.
-func ino(kind int, version int64, item int64) uint64 {
-	if version < 0 || version >= maxVersion || item < 0 || item >= maxItem {
-		return 0
-	}
-	return uint64(kind)<<56 | uint64(version)<<32 | uint64(item)
+// node is a decoded node id.
+type node struct {
+	kind    int
+	version int64
+	item    int64
 }
 
-// classIno is the number of class folder c of shard k.
-func classIno(version int64, k, c int) uint64 {
-	if k >= 1<<16 || c >= 1<<16 {
-		return 0
+// ino packs a node id; ok is false when the values do not fit.
+func ino(kind int, version, item int64) (uint64, bool) {
+	if kind == kindRoot {
+		return fuse.FUSE_ROOT_ID, true
 	}
-	return ino(kindClass, version, int64(k)<<16|int64(c))
+	if version < 0 || version >= maxVersion || item < 0 || item >= maxItem {
+		return 0, false
+	}
+	return uint64(kind)<<58 | uint64(version)<<32 | uint64(item), true
 }
+
+// mustIno packs the ids of nodes whose values always fit (no version, or
+// one already served).
+func mustIno(kind int, version, item int64) uint64 {
+	n, _ := ino(kind, version, item)
+	return n
+}
+
+// decode unpacks a node id; ok is false for ids no node has.
+func decode(id uint64) (node, bool) {
+	if id == fuse.FUSE_ROOT_ID {
+		return node{kind: kindRoot}, true
+	}
+	n := node{kind: int(id >> 58), version: int64(id >> 32 & (maxVersion - 1)), item: int64(id & (maxItem - 1))}
+	if id>>63 != 0 || n.kind == kindRoot || n.kind >= numKinds {
+		return node{}, false
+	}
+	return n, true
+}
+
+// classItem is the item of class folder c of shard k.
+func classItem(k, c int) int64 { return int64(k)<<16 | int64(c) }
+
+// shardOfClass splits a class folder's item.
+func shardOfClass(item int64) (k, c int) { return int(item >> 16), int(item & (maxClasses - 1)) }

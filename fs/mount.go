@@ -10,7 +10,6 @@ import (
 	"strings"
 	"syscall"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -165,14 +164,12 @@ func unescapeMountinfo(s string) string {
 }
 
 // Mount mounts root at dir after CheckMountpoint, and returns the server;
-// the caller runs root.Run and later server.Unmount. The mount answers
-// statfs and fsync for every node (see mountFS).
-func Mount(dir string, root *Root, opts *gofs.Options) (*fuse.Server, error) {
+// the caller runs root.Run and later server.Unmount.
+func Mount(dir string, root *Root, opts *fuse.MountOptions) (*fuse.Server, error) {
 	if err := CheckMountpoint(dir); err != nil {
 		return nil, err
 	}
-	// gofs.Mount, with the node tree's raw filesystem wrapped.
-	server, err := fuse.NewServer(mountFS{RawFileSystem: gofs.NewNodeFS(root, opts), root: root}, dir, &opts.MountOptions)
+	server, err := fuse.NewServer(root, dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -182,27 +179,3 @@ func Mount(dir string, root *Root, opts *gofs.Options) (*fuse.Server, error) {
 	}
 	return server, nil
 }
-
-// mountFS is go-fuse's node filesystem with two answers that do not
-// depend on the node, given once here instead of by every node type:
-//
-//   - STATFS: the kernel asks the node of the path given to statfs(2), and
-//     go-fuse answers all zeros for a node without Statfs (so `df` hides
-//     the mount and `getconf NAME_MAX` says 0). Every node answers the
-//     root's (Root.Statfs).
-//   - FSYNC and FSYNCDIR: nothing is ever written, so there is nothing to
-//     sync; go-fuse would answer ENOTSUP, which fsync(2) returns. ENOSYS
-//     is taken by the kernel for success, and it stops sending them for
-//     the whole mount (as with OPEN and FLUSH, see the package doc).
-type mountFS struct {
-	fuse.RawFileSystem
-	root *Root
-}
-
-func (m mountFS) StatFs(cancel <-chan struct{}, in *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
-	return fuse.Status(m.root.Statfs(&fuse.Context{Caller: in.Caller, Cancel: cancel}, out))
-}
-
-func (m mountFS) Fsync(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { return fuse.ENOSYS }
-
-func (m mountFS) FsyncDir(cancel <-chan struct{}, in *fuse.FsyncIn) fuse.Status { return fuse.ENOSYS }

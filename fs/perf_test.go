@@ -19,6 +19,7 @@ import (
 	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/mounttest"
 	"github.com/deltafs/deltafs/sample"
+	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
@@ -79,7 +80,30 @@ func (p *parquetTable) ScanJSON(ctx context.Context, snap *snapshot.Snapshot, f 
 	return errors.New("not supported")
 }
 
-func (p *parquetTable) Scan(ctx context.Context, snap *snapshot.Snapshot, af *snapshot.AddFile, columns []string, fn func(int64, []any)) error {
+// Columns implements sample.Rows: id and label, read with parquet-go.
+func (p *parquetTable) Columns(ctx context.Context, snap *snapshot.Snapshot, af *snapshot.AddFile, columns []string, fn func(*scan.Batch) error) error {
+	b := &scan.Batch{Cols: make([]scan.Vector, len(columns))}
+	for i := range columns {
+		b.Cols[i].Kind = scan.KindInt
+	}
+	err := p.scan(af, columns, func(row int64, vals []any) {
+		b.Rows = append(b.Rows, row)
+		for i, v := range vals {
+			switch x := v.(type) {
+			case int64:
+				b.Cols[i].Int = append(b.Cols[i].Int, x)
+			case int32:
+				b.Cols[i].Int = append(b.Cols[i].Int, int64(x))
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	return fn(b)
+}
+
+func (p *parquetTable) scan(af *snapshot.AddFile, columns []string, fn func(int64, []any)) error {
 	f, err := os.Open(filepath.Join(p.dir, af.Path))
 	if err != nil {
 		return err
@@ -177,7 +201,7 @@ func TestReadRealParquet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mnt := mounttest.InProcess(t, root, root.MountOptions("perf", false, false))
+	mnt := mounttest.InProcessRaw(t, root, root.MountOptions("perf", false, false))
 	sd := filepath.Join(mnt, "version", "0", "shard", "0")
 
 	walk := func(dir string) ([]string, time.Duration) {

@@ -3,15 +3,13 @@ package fs
 import (
 	"context"
 	"sync"
-	"syscall"
 	"time"
 
-	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// What statfs(2) reports on a mount (every node answers alike, see
-// mountFS): a read-only filesystem that is full.
+// What statfs(2) reports on a mount (every node answers alike): a
+// read-only filesystem that is full.
 //
 //	f_bsize, f_frsize  4096
 //	f_namelen          255 (sample names are cut to fit, see package sample)
@@ -33,11 +31,9 @@ const (
 	statfsWait    = 2 * time.Second
 )
 
-var _ = (gofs.NodeStatfser)((*Root)(nil))
-
-// Statfs implements gofs.NodeStatfser.
-func (r *Root) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
-	bytes, rows := r.usage.get(ctx, r)
+// StatFs implements fuse.RawFileSystem.
+func (r *Root) StatFs(cancel <-chan struct{}, in *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
+	bytes, rows := r.usage.get(requestCtx(cancel, in), r)
 	*out = fuse.StatfsOut{
 		Blocks:  (bytes + statfsBlock - 1) / statfsBlock,
 		Files:   rows,
@@ -45,7 +41,7 @@ func (r *Root) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 		Frsize:  statfsBlock,
 		NameLen: statfsNameMax,
 	}
-	return 0
+	return fuse.OK
 }
 
 // usageCache holds the latest version's size for Statfs, computed once

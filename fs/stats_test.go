@@ -33,7 +33,7 @@ func TestStatsFresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := mounttest.InProcess(t, root, root.MountOptions("memtable", false, false))
+	dir := mounttest.InProcessRaw(t, root, root.MountOptions("memtable", false, false))
 	// A sample file's Open answers ENOSYS, after which the kernel sends no
 	// OPEN on the whole mount: freshness cannot rest on OPEN.
 	if _, err := os.ReadFile(filepath.Join(dir, "version", "0", "shard", "0", "0.png")); err != nil {

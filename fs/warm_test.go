@@ -65,8 +65,8 @@ func TestWarmPassNoRequests(t *testing.T) {
 	counter := &opcodeCounter{counts: map[string]int{}}
 	opts := root.MountOptions("memtable", false, false) // the mount's own options
 	opts.Debug = true
-	opts.MountOptions.Logger = log.New(counter, "", 0)
-	mnt := mounttest.InProcess(t, root, opts)
+	opts.Logger = log.New(counter, "", 0)
+	mnt := mounttest.InProcessRaw(t, root, opts)
 	sd := filepath.Join(mnt, "version", "0", "shard", "0")
 
 	epoch := func() int {

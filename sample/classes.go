@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -55,10 +56,17 @@ func (v *Version) classWidth(ctx context.Context, r *resolved, l *layout) (int, 
 			key := f.Path + "\x00" + f.DeletionVector.UniqueID() + "\x00" + r.class.phys
 			got, err := v.s.widths.get(key, func() (*classRange, error) {
 				var cr classRange
-				err := v.s.opts.Rows.Scan(ctx, v.snap, f, []string{r.class.name}, func(_ int64, vals []any) {
-					if x, ok := numericValue(vals[0]); ok {
-						cr.add(x)
+				err := v.s.opts.Rows.Columns(ctx, v.snap, f, []string{r.class.name}, func(b *scan.Batch) error {
+					col := &b.Cols[0]
+					for i := range b.Rows {
+						if col.IsNull(i) {
+							continue
+						}
+						if x, ok := numericValue(col.Value(i)); ok {
+							cr.add(x)
+						}
 					}
+					return nil
 				})
 				return &cr, err
 			})

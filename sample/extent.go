@@ -13,7 +13,7 @@ import (
 // callers that treat keys uniformly).
 func (sh *Shard) SampleKey(pos int) (CacheKey, error) {
 	sg, li := sh.seg(pos)
-	unit := strconv.FormatInt(sg.fs.rows[li], 10)
+	unit := strconv.FormatInt(sg.fs.row(li), 10)
 	var col string
 	switch sh.r.mode {
 	case modeImage:

@@ -6,32 +6,50 @@ import (
 	"strconv"
 	"unsafe"
 
+	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
 // fileSamples is the sample metadata of one data file under one resolved
-// spec: its live rows, their ids, classes, sizes and extensions. It depends
-// only on (file identity, deletion vector, spec identity) — and, for JSON
-// samples, the schema — so versions sharing a file share it.
+// spec: its live rows, their ids, classes, sizes and extensions, held
+// compactly (about 13 bytes a row for integral ids and raw bytes). It
+// depends only on (file identity, deletion vector, spec identity) — and,
+// for JSON samples, the schema — so versions sharing a file share it.
 type fileSamples struct {
 	ref     FileRef // the file, with its storage identity
 	n       int
-	rows    []int64    // physical row index of each live row, ascending
-	stems   []string   // escaped, length-bounded ids
-	class   []int32    // index into classes; nil without a class column
+	rows    []uint32   // physical row of each live row, ascending; nil: the ordinal (nothing deleted)
+	ids     idColumn   // the ids, as name stems
+	class   []uint16   // index into classes; nil without a class column
 	classes []classVal // distinct class values
-	sizes   []int64    // per sample; nil when the mode fixes the size
+	sizes   []uint32   // per sample; nil when the mode fixes the size
 	exts    []uint8    // index into extTab; nil when the mode fixes the extension
 	extTab  []string
 	jsonKey CacheKey // modeJSON: the rendered rows of the file
 	mem     int64    // estimated bytes held
 }
 
+// maxFileClasses bounds the distinct classes of one data file (and of a
+// shard: a class folder's inode number has 16 bits for it).
+const maxFileClasses = 1 << 16
+
 // classVal is one class value before padding.
 type classVal struct {
 	s    string
 	null bool
 }
+
+// row is the physical row of live row ord.
+func (fs *fileSamples) row(ord int) int64 {
+	if fs.rows == nil {
+		return int64(ord)
+	}
+	return int64(fs.rows[ord])
+}
+
+// size is the bytes of live row ord's sample (modes with a fixed size
+// answer themselves).
+func (fs *fileSamples) sizeOf(ord int) int64 { return int64(fs.sizes[ord]) }
 
 func (fs *fileSamples) ext(r *resolved, i int) string {
 	if fs.exts == nil {
@@ -112,103 +130,144 @@ func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFil
 	if r.mode == modeBytes {
 		pathAt = add(r.path)
 	}
-	classIdx := map[classVal]int32{}
-	extIdx := map[string]uint8{}
-	h := ""
-	if r.id == nil {
-		h = pathHash(f.Path)
+	var ids idBuilder
+	switch {
+	case r.id == nil:
+		ids.col = idColumn{kind: idDerived, hash: pathHash(f.Path)}
+	case integralTypes[r.id.typ]:
+		ids.col.kind = idInts
+	default:
+		ids.col.kind = idStrings
 	}
-	visit := func(row int64, vals []any) {
-		fs.rows = append(fs.rows, row)
-		var id string
-		if idAt >= 0 {
-			if s, ok := valueString(vals[idAt]); ok {
-				id = EscapeName(s) // the text "__null__" escapes: never NullName
+	var classes classIndex
+	var rows []uint32
+	dense := true // rows so far are 0, 1, 2, ...
+	addRow := func(row int64) {
+		if dense && row != int64(len(rows)) {
+			dense = false
+		}
+		rows = append(rows, uint32(row))
+	}
+	var tooMany error
+	batch := func(b *scan.Batch) error {
+		for i, row := range b.Rows {
+			addRow(row)
+			if idAt >= 0 {
+				v := &b.Cols[idAt]
+				switch {
+				case v.IsNull(i):
+					ids.addNull()
+				case v.Kind == scan.KindInt && ids.col.kind == idInts:
+					ids.addInt(v.Int[i])
+				default:
+					s, _ := valueString(v.Value(i))
+					ids.addText(s)
+				}
 			} else {
-				id = NullName
+				ids.n++
 			}
-		} else {
-			id = derivedID(h, row)
-		}
-		fs.stems = append(fs.stems, id)
-		if classAt >= 0 {
-			s, ok := valueString(vals[classAt])
-			cv := classVal{s: s, null: !ok}
-			ci, seen := classIdx[cv]
-			if !seen {
-				ci = int32(len(fs.classes))
-				classIdx[cv] = ci
-				fs.classes = append(fs.classes, cv)
+			if classAt >= 0 {
+				ci, err := classes.of(&b.Cols[classAt], i)
+				if err != nil {
+					tooMany = fmt.Errorf("class column %s: %w", r.class.name, err)
+					return tooMany
+				}
+				fs.class = append(fs.class, ci)
 			}
-			fs.class = append(fs.class, ci)
+			if pathAt >= 0 {
+				paths = append(paths, string(b.Cols[pathAt].Bytes(i)))
+			}
 		}
-		if pathAt >= 0 {
-			p, _ := vals[pathAt].(string)
-			paths = append(paths, p)
-		}
+		return nil
 	}
 	if len(cols) > 0 || r.mode != modeJSON {
-		if err := v.s.opts.Rows.Scan(ctx, v.snap, f, cols, visit); err != nil {
+		if err := v.s.opts.Rows.Columns(ctx, v.snap, f, cols, batch); err != nil {
 			return nil, err
 		}
 	}
+	fs.classes = classes.vals
+	if tooMany != nil {
+		return nil, tooMany
+	}
 	if r.mode == modeBytes {
-		// Sizes and extensions come from the bytes reads will serve,
-		// fetched the way reads fetch them: the pages decoded here stay in
-		// the cache (and feed read-ahead), so a cold epoch reads the data
-		// column from storage once, not once for the index and again for
-		// the samples.
-		fs.sizes = make([]int64, 0, len(fs.rows))
-		fs.exts = make([]uint8, 0, len(fs.rows))
-		for j, row := range fs.rows {
-			data, err := v.s.opts.Fetcher.Value(ctx, ref, r.data.phys, row)
-			if err != nil {
-				return nil, err
-			}
-			fs.sizes = append(fs.sizes, int64(len(data)))
-			ext := sniffExt(data)
-			if ext == "" && paths != nil {
-				ext = pathExt(paths[j])
-			}
-			if ext == "" {
-				ext = ".bin"
-			}
-			ei, seen := extIdx[ext]
-			if !seen {
-				if len(fs.extTab) == 255 {
-					ext, ei = ".bin", extIdx[".bin"]
-				} else {
-					ei = uint8(len(fs.extTab))
-					extIdx[ext] = ei
-					fs.extTab = append(fs.extTab, ext)
-				}
-			}
-			fs.exts = append(fs.exts, ei)
+		if err := fs.sizeBytes(ctx, v.s.opts.Fetcher, r, rows, paths); err != nil {
+			return nil, err
 		}
 	}
 	if r.mode == modeJSON {
 		fs.jsonKey = CacheKey{Kind: "json", File: f.Path, Version: ref.identity(), Column: v.schemaID(), Unit: f.DeletionVector.UniqueID()}
-		blob, rows, err := v.renderJSON(ctx, f)
+		blob, jrows, err := v.renderJSON(ctx, f)
 		if err != nil {
 			return nil, err
 		}
 		if len(cols) == 0 {
-			for _, row := range rows {
-				visit(row, nil)
+			for _, row := range jrows {
+				addRow(row)
+				ids.n++
 			}
-		} else if len(rows) != len(fs.rows) {
-			return nil, fmt.Errorf("scan gave %d rows, JSON scan %d", len(fs.rows), len(rows))
+		} else if len(jrows) != len(rows) {
+			return nil, fmt.Errorf("scan gave %d rows, JSON scan %d", len(rows), len(jrows))
 		}
-		fs.sizes = make([]int64, len(rows))
-		for j := range rows {
-			fs.sizes[j] = int64(len(blobValue(blob, j)))
+		fs.sizes = make([]uint32, len(jrows))
+		for j := range jrows {
+			fs.sizes[j] = uint32(len(blobValue(blob, j)))
 		}
 		// Keep the rendering cached: reads will want it soon.
 		_, _ = v.s.opts.Cache.Get(ctx, fs.jsonKey, func(context.Context) ([]byte, error) { return blob, nil })
 	}
-	fs.n = len(fs.rows)
+	fs.n = len(rows)
+	if !dense {
+		fs.rows = clip(rows)
+	}
+	fs.ids = ids.done()
+	fs.class = clip(fs.class)
 	fs.mem = fs.size()
 	return fs, nil
+}
+
+// sizeBytes takes each live row's size and extension from the data column,
+// read page by page through the fetcher (Fetcher.Values): the pages decoded
+// here stay in the cache (and feed read-ahead), so a cold epoch reads the
+// data column from storage once, not once for the index and again for the
+// samples.
+func (fs *fileSamples) sizeBytes(ctx context.Context, fetcher Fetcher, r *resolved, rows []uint32, paths []string) error {
+	fs.sizes = make([]uint32, 0, len(rows))
+	fs.exts = make([]uint8, 0, len(rows))
+	extIdx := map[string]uint8{}
+	next := 0 // the next live row's ordinal
+	err := fetcher.Values(ctx, fs.ref, r.data.phys, func(row int64, data []byte) error {
+		if next >= len(rows) || int64(rows[next]) != row {
+			return nil // a deleted row
+		}
+		fs.sizes = append(fs.sizes, uint32(len(data)))
+		ext := sniffExt(data)
+		if ext == "" && paths != nil {
+			ext = pathExt(paths[next])
+		}
+		if ext == "" {
+			ext = ".bin"
+		}
+		ei, seen := extIdx[ext]
+		if !seen {
+			if len(fs.extTab) == 255 {
+				ext, ei = ".bin", extIdx[".bin"]
+			} else {
+				ei = uint8(len(fs.extTab))
+				extIdx[ext] = ei
+				fs.extTab = append(fs.extTab, ext)
+			}
+		}
+		fs.exts = append(fs.exts, ei)
+		next++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if next != len(rows) {
+		return fmt.Errorf("the data column has %d of the %d live rows", next, len(rows))
+	}
+	return nil
 }
 
 // renderJSON renders the live rows of f, one JSON object and "\n" each,
@@ -238,12 +297,10 @@ func (v *Version) renderJSON(ctx context.Context, f *snapshot.AddFile) ([]byte, 
 	return packBlob(0, vals, nil), rows, nil
 }
 
+// size is the memory the metadata holds, in bytes.
 func (fs *fileSamples) size() int64 {
 	n := int64(unsafe.Sizeof(*fs))
-	n += int64(cap(fs.rows))*8 + int64(cap(fs.class))*4 + int64(cap(fs.sizes))*8 + int64(cap(fs.exts))
-	for _, s := range fs.stems {
-		n += 16 + int64(len(s))
-	}
+	n += int64(cap(fs.rows))*4 + int64(cap(fs.class))*2 + int64(cap(fs.sizes))*4 + int64(cap(fs.exts)) + fs.ids.size()
 	for _, c := range fs.classes {
 		n += 24 + int64(len(c.s))
 	}
@@ -256,4 +313,77 @@ func dvCard(f *snapshot.AddFile) int64 {
 		return 0
 	}
 	return f.DeletionVector.Cardinality
+}
+
+// classIndex numbers a file's distinct class values as rows are read.
+type classIndex struct {
+	vals  []classVal
+	ints  map[int64]uint16
+	strs  map[string]uint16
+	other map[classVal]uint16
+	null  int // index of the null class + 1; 0: none yet
+}
+
+// of is the index of value i of v, adding it when new.
+func (c *classIndex) of(v *scan.Vector, i int) (uint16, error) {
+	add := func(cv classVal) (uint16, error) {
+		if len(c.vals) == maxFileClasses {
+			return 0, fmt.Errorf("more than %d distinct values in one data file", maxFileClasses)
+		}
+		c.vals = append(c.vals, cv)
+		return uint16(len(c.vals) - 1), nil
+	}
+	if v.IsNull(i) {
+		if c.null == 0 {
+			ci, err := add(classVal{null: true})
+			if err != nil {
+				return 0, err
+			}
+			c.null = int(ci) + 1
+		}
+		return uint16(c.null - 1), nil
+	}
+	switch v.Kind {
+	case scan.KindInt:
+		x := v.Int[i]
+		if ci, ok := c.ints[x]; ok {
+			return ci, nil
+		}
+		ci, err := add(classVal{s: strconv.FormatInt(x, 10)})
+		if err == nil {
+			if c.ints == nil {
+				c.ints = map[int64]uint16{}
+			}
+			c.ints[x] = ci
+		}
+		return ci, err
+	case scan.KindBytes:
+		if p, ok := v.Type.(*snapshot.PrimitiveType); ok && p.Name == "string" {
+			b := v.Bytes(i)
+			if ci, ok := c.strs[string(b)]; ok {
+				return ci, nil
+			}
+			ci, err := add(classVal{s: string(b)})
+			if err == nil {
+				if c.strs == nil {
+					c.strs = map[string]uint16{}
+				}
+				c.strs[string(b)] = ci
+			}
+			return ci, err
+		}
+	}
+	s, _ := valueString(v.Value(i))
+	cv := classVal{s: s}
+	if ci, ok := c.other[cv]; ok {
+		return ci, nil
+	}
+	ci, err := add(cv)
+	if err == nil {
+		if c.other == nil {
+			c.other = map[classVal]uint16{}
+		}
+		c.other[cv] = ci
+	}
+	return ci, err
 }

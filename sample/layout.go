@@ -238,7 +238,7 @@ func dealRows(l *layout, fss []*fileSamples, names [][]string, shards int) *deal
 				k = (remStart[c] + s - full[c]) % S
 			}
 			if cur[k] < 0 {
-				d.segs[k] = append(d.segs[k], segment{pos: sizes[k], file: i, ref: l.refs[i], fs: fs})
+				d.segs[k] = append(d.segs[k], segment{pos: sizes[k], file: i, add: l.files[i], ref: fs.ref, fs: fs})
 				cur[k] = len(d.segs[k]) - 1
 			}
 			sg := &d.segs[k][cur[k]]

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding"
 
 	"github.com/deltafs/deltafs/internal/pqcheck"
 	"github.com/deltafs/deltafs/storage"
@@ -294,17 +295,59 @@ func (p *PageFetcher) NumRows(ctx context.Context, ref FileRef) (int64, error) {
 
 // Value implements Fetcher.
 func (p *PageFetcher) Value(ctx context.Context, ref FileRef, column string, row int64) ([]byte, error) {
-	of, err := p.open(ctx, ref)
+	blob, start, err := p.page(ctx, ref, column, row)
 	if err != nil {
 		return nil, err
 	}
+	i := int(row - start - blobFirstRow(blob))
+	if i < 0 || i >= blobLen(blob) {
+		return nil, fmt.Errorf("row %d not in its page (rows %d..%d)", row, start+blobFirstRow(blob), start+blobFirstRow(blob)+int64(blobLen(blob)))
+	}
+	return blobValue(blob, i), nil
+}
+
+// Values implements Fetcher: it walks the column's pages in order, each
+// through the cache as Value reads it (so that the pages are cached for
+// the reads that follow, and read ahead as a reader in file order would).
+func (p *PageFetcher) Values(ctx context.Context, ref FileRef, column string, fn func(row int64, v []byte) error) error {
+	of, err := p.open(ctx, ref)
+	if err != nil {
+		return err
+	}
+	total := of.start[len(of.start)-1]
+	for row := int64(0); row < total; {
+		blob, start, err := p.page(ctx, ref, column, row)
+		if err != nil {
+			return err
+		}
+		first, n := start+blobFirstRow(blob), blobLen(blob)
+		if first != row || n == 0 {
+			return fmt.Errorf("the page at row %d starts at row %d and holds %d values", row, first, n)
+		}
+		for i := range n {
+			if err := fn(row+int64(i), blobValue(blob, i)); err != nil {
+				return err
+			}
+		}
+		row += int64(n)
+	}
+	return nil
+}
+
+// page returns the decoded page (a blob, see blob.go) holding row of
+// column, and the first row of its row group.
+func (p *PageFetcher) page(ctx context.Context, ref FileRef, column string, row int64) ([]byte, int64, error) {
+	of, err := p.open(ctx, ref)
+	if err != nil {
+		return nil, 0, err
+	}
 	col := of.f.Root().Column(column)
 	if col == nil || !col.Leaf() {
-		return nil, fmt.Errorf("no leaf column %q in the data file", column)
+		return nil, 0, fmt.Errorf("no leaf column %q in the data file", column)
 	}
 	leaf := col.Index()
 	if row < 0 || row >= of.start[len(of.start)-1] {
-		return nil, fmt.Errorf("row %d out of range (file has %d rows)", row, of.start[len(of.start)-1])
+		return nil, 0, fmt.Errorf("row %d out of range (file has %d rows)", row, of.start[len(of.start)-1])
 	}
 	rgi := sort.Search(len(of.start)-1, func(i int) bool { return of.start[i+1] > row }) // row group of row
 	rg := of.f.RowGroups()[rgi]
@@ -346,13 +389,9 @@ func (p *PageFetcher) Value(ctx context.Context, ref FileRef, column string, row
 		p.prefetch(of, ref, column, chunkAt{rgi, leaf, cc, oi.Offset(0)}, oi, pi)
 	}
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	i := int(inRG - blobFirstRow(blob))
-	if i < 0 || i >= blobLen(blob) {
-		return nil, fmt.Errorf("row %d not in its page %s (rows %d..%d)", row, unit, blobFirstRow(blob), blobFirstRow(blob)+int64(blobLen(blob)))
-	}
-	return blobValue(blob, i), nil
+	return blob, of.start[rgi], nil
 }
 
 func (p *PageFetcher) pageKey(ref FileRef, column, unit string) CacheKey {
@@ -529,6 +568,10 @@ func (p *PageFetcher) readPages(ctx context.Context, of *openFile, ref FileRef, 
 	var offs []uint32
 	var nulls []bool
 	buf := make([]parquet.Value, 256)
+	maxDef := -1 // the leaf's definition level of a present value; -1: unknown
+	if leaf := leafAt(of.f.Root(), ch.col); leaf != nil {
+		maxDef = leaf.MaxDefinitionLevel()
+	}
 	for {
 		pg, err := pages.ReadPage()
 		if errors.Is(err, io.EOF) {
@@ -540,6 +583,18 @@ func (p *PageFetcher) readPages(ctx context.Context, of *openFile, ref FileRef, 
 		p.pages.Add(1)
 		if data == nil {
 			data = make([]byte, 0, pg.Size())
+		}
+		var ok bool
+		if data, offs, nulls, ok, err = appendPageFast(pg, maxDef, data, offs, nulls); err != nil {
+			parquet.Release(pg)
+			return nil, err
+		}
+		if ok {
+			parquet.Release(pg)
+			if onePage {
+				break
+			}
+			continue
 		}
 		r := pg.Values()
 		for {
@@ -576,6 +631,95 @@ func (p *PageFetcher) readPages(ctx context.Context, of *openFile, ref FileRef, 
 	}
 	offs = append(offs, uint32(len(data)))
 	return packOffsets(first, data, offs, nulls), nil
+}
+
+// appendPageFast appends a flat byte array page's values from parquet-go's
+// typed page data (plain or dictionary-encoded), without a parquet.Value
+// per value; ok false when the page is of another shape (the caller then
+// reads it value by value).
+func appendPageFast(pg parquet.Page, maxDef int, data []byte, offs []uint32, nulls []bool) (_ []byte, _ []uint32, _ []bool, ok bool, err error) {
+	n := int(pg.NumValues())
+	if maxDef < 0 || maxDef > 1 {
+		return data, offs, nulls, false, nil // unknown, or nested: value by value
+	}
+	for _, r := range pg.RepetitionLevels() {
+		if r > 0 {
+			return data, offs, nulls, false, errors.New("the data column is repeated; it must be a flat binary column")
+		}
+	}
+	defs := pg.DefinitionLevels()
+	if maxDef == 1 && len(defs) != n || maxDef == 0 && len(defs) != 0 {
+		return data, offs, nulls, false, nil
+	}
+	src := pg.Data()
+	var idx []int32
+	if dict := pg.Dictionary(); dict != nil {
+		if src.Kind() != encoding.Int32 {
+			return data, offs, nulls, false, nil
+		}
+		idx = src.Int32()
+		src = dict.Page().Data()
+	}
+	if src.Kind() != encoding.ByteArray {
+		return data, offs, nulls, false, nil
+	}
+	vals, voffs := src.ByteArray()
+	nv := len(voffs) - 1
+	if idx != nil {
+		nv = len(idx)
+	}
+	if nv < 0 {
+		nv = 0
+	}
+	value := func(j int) ([]byte, bool) {
+		if idx != nil {
+			k := int(idx[j])
+			if k < 0 || k+1 >= len(voffs) {
+				return nil, false
+			}
+			j = k
+		}
+		a, b := voffs[j], voffs[j+1]
+		if a > b || int(b) > len(vals) {
+			return nil, false
+		}
+		return vals[a:b], true
+	}
+	j := 0 // next non-null value
+	for i := range n {
+		null := maxDef == 1 && defs[i] == 0
+		offs = append(offs, uint32(len(data)))
+		nulls = append(nulls, null)
+		if null {
+			continue
+		}
+		if j >= nv {
+			return data, offs, nulls, false, fmt.Errorf("a page of %d values holds only %d", n, nv)
+		}
+		v, good := value(j)
+		if !good {
+			return data, offs, nulls, false, fmt.Errorf("a page's value %d lies outside its bytes or dictionary", j)
+		}
+		data = append(data, v...)
+		j++
+	}
+	return data, offs, nulls, true, nil
+}
+
+// leafAt is the leaf column numbered i (in leaf order), or nil.
+func leafAt(c *parquet.Column, i int) *parquet.Column {
+	if c.Leaf() {
+		if c.Index() == i {
+			return c
+		}
+		return nil
+	}
+	for _, ch := range c.Columns() {
+		if l := leafAt(ch, i); l != nil {
+			return l
+		}
+	}
+	return nil
 }
 
 // expectedValues is how many values the page starting at row first of a

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -27,13 +28,12 @@ type Table interface {
 // Rows decodes the live rows of data files (the scan package behind a
 // small interface, so that the sample layer can be tested without Parquet).
 type Rows interface {
-	// Scan calls fn for each live row of f, a data file of snap, in
-	// physical order, with the row's physical index in the file and the
-	// values of columns (logical names; partition columns included), in
-	// that order. Values are Go values: nil for null, int64/int32/...,
-	// float64/float32, string, []byte, bool, time.Time. Slices handed to fn
-	// are valid only during the call.
-	Scan(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddFile, columns []string, fn func(row int64, values []any)) error
+	// Columns calls fn for the live rows of f, a data file of snap, in
+	// physical order, a batch at a time: their physical indexes in the
+	// file and the values of columns (logical names; partition columns
+	// included) as typed vectors (scan.Batch, as scan.Scan.FileColumns
+	// gives them), valid only during the call.
+	Columns(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddFile, columns []string, fn func(b *scan.Batch) error) error
 	// ScanJSON calls fn for each live row of f with the row rendered as one
 	// JSON object, exactly as `deltafs cat` prints it (no newline).
 	ScanJSON(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddFile, fn func(row int64, json []byte)) error
@@ -68,6 +68,10 @@ type Fetcher interface {
 	// Value returns the bytes of the physical column at a physical row of
 	// f; nil for a null. The slice is shared and must not be modified.
 	Value(ctx context.Context, f FileRef, column string, row int64) ([]byte, error)
+	// Values calls fn with the value of the physical column at every
+	// physical row of f, in order (nil for a null); the slice is valid
+	// during the call.
+	Values(ctx context.Context, f FileRef, column string, fn func(row int64, v []byte) error) error
 	// NumRows is the physical row count of f from its footer.
 	NumRows(ctx context.Context, f FileRef) (int64, error)
 	// Identify returns f with its store identity (FileRef.ID) filled in:
@@ -144,6 +148,7 @@ type Counters struct {
 	FilesFromCache atomic.Int64 // data files whose sample metadata came from the cache
 	SamplesIndexed atomic.Int64 // samples in those files
 	IndexBytes     atomic.Int64 // estimated memory of that metadata
+	IndexNanos     atomic.Int64 // time spent building shard indexes
 	Reads          atomic.Int64 // sample reads served
 	ReadErrors     atomic.Int64 // sample reads failed
 }

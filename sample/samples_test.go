@@ -163,7 +163,7 @@ func TestImageSamples(t *testing.T) {
 func TestDuplicateAndEscapedIDs(t *testing.T) {
 	tbl := memtable.New("id:string", "data:binary")
 	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: [][]any{
-		{"7", []byte("\x89PNG\r\n\x1a\nxx")}, {"7", []byte("\xff\xd8\xffjpeg")}, {"7", []byte("raw")},
+		{"7", []byte("\x89PNG\r\n\x1a\nxx")}, {"7", []byte("\xff\xd8\xff\xe0jpeg")}, {"7", []byte("raw")},
 		{"a/b", []byte("x")}, {"..", []byte("x")}, {nil, []byte("x")}, {"7~1", []byte("x")},
 		{"__null__", []byte("x")}, // the text, not a null: another name
 	}}}, nil, nil)
@@ -177,7 +177,7 @@ func TestDuplicateAndEscapedIDs(t *testing.T) {
 	if fmt.Sprint(names) != fmt.Sprint(want) {
 		t.Fatalf("names %q, want %q", names, want)
 	}
-	if got, _ := sh.Content(context.Background(), 1); string(got) != "\xff\xd8\xffjpeg" || sh.Size(1) != 7 {
+	if got, _ := sh.Content(context.Background(), 1); string(got) != "\xff\xd8\xff\xe0jpeg" || sh.Size(1) != 8 {
 		t.Fatalf("content %q size %d", got, sh.Size(1))
 	}
 }
@@ -384,5 +384,40 @@ func TestReservedNames(t *testing.T) {
 	lines := strings.Split(string(sh.Manifest()), "\n")
 	if lines[2] != "%5F_null__/3.png\t"+fmt.Sprint(sh.Size(2))+"\t%5F_null__\t3" || lines[3] != "__null__/4.png\t"+fmt.Sprint(sh.Size(3))+"\t__null__\t4" {
 		t.Fatalf("manifest:\n%s", sh.Manifest())
+	}
+}
+
+// TestManifestExact: _samples.tsv's size (computed from field lengths)
+// and its bytes read at any offset agree with its lines formatted one by
+// one, for ids that are integers, nulls, duplicates, reserved names, long
+// and escaped strings, with and without class folders.
+func TestManifestExact(t *testing.T) {
+	long := strings.Repeat("é", 200)
+	tbl := memtable.New("id:string", "label:string", "data:binary")
+	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: [][]any{
+		{"7", "x", []byte("\x89PNG\r\n\x1a\nxx")}, {"7", "y", []byte("raw")}, {nil, "x", []byte("a")},
+		{"_samples", "_extents.tsv", []byte("b")}, {long, nil, []byte("c")}, {long + "x", "x", []byte("d")},
+		{"a/b\n", "x", []byte("e")}, {"__null__", "y", []byte("f")},
+	}}}, nil, nil)
+	for _, spec := range []sample.Spec{{}, {ClassColumn: "label"}, {DataColumn: sample.NoData}} {
+		sh := shards(t, newSamples(t, tbl, spec), 0)[0]
+		var want []byte
+		for pos := range sh.Len() {
+			want = fmt.Appendf(want, "%s\t%d\t", sh.Path(pos), sh.Size(pos))
+			if c := sh.ClassOf(pos); c >= 0 {
+				want = append(want, sh.Classes()[c]...)
+			}
+			want = fmt.Appendf(want, "\t%s\n", sh.ID(pos))
+		}
+		if sh.ManifestSize() != int64(len(want)) || string(sh.Manifest()) != string(want) {
+			t.Fatalf("%+v: manifest of %d bytes, want %d:\n%s\nwant:\n%s", spec, sh.ManifestSize(), len(want), sh.Manifest(), want)
+		}
+		for off := range len(want) {
+			b := make([]byte, 7)
+			n := sh.ManifestAt(b, int64(off))
+			if string(b[:n]) != string(want[off:min(len(want), off+7)]) {
+				t.Fatalf("%+v: bytes at %d: %q, want %q", spec, off, b[:n], want[off:min(len(want), off+7)])
+			}
+		}
 	}
 }

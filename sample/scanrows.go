@@ -13,34 +13,15 @@ func ScanRows(t *snapshot.Table) (Rows, error) { return scanRows{}, nil }
 
 type scanRows struct{}
 
-func (scanRows) Scan(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddFile, columns []string, fn func(row int64, values []any)) error {
-	if len(columns) == 0 {
-		// Only the live row indexes: the footer's row count less the
-		// deletion vector, no column decoded.
-		n, err := scan.FileRowCount(ctx, snap, f)
-		if err != nil {
-			return err
-		}
-		dv, err := snap.DeletedRows(ctx, f)
-		if err != nil {
-			return err
-		}
-		for row := int64(0); row < n; row++ {
-			if dv != nil && dv.Contains(uint64(row)) {
-				continue
-			}
-			fn(row, nil)
-		}
-		return ctx.Err()
+func (scanRows) Columns(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddFile, columns []string, fn func(b *scan.Batch) error) error {
+	if columns == nil {
+		columns = []string{} // only the live rows (nil would mean every column)
 	}
 	s, err := scan.New(snap, columns)
 	if err != nil {
 		return err
 	}
-	return s.File(ctx, f, func(row int64, values []any) error {
-		fn(row, values)
-		return nil
-	})
+	return s.FileColumns(ctx, f, fn)
 }
 
 func (scanRows) ScanJSON(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddFile, fn func(row int64, json []byte)) error {

@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"encoding/binary"
 	"bytes"
 	"encoding/hex"
 	"image"
@@ -60,6 +61,25 @@ func TestSniffExt(t *testing.T) {
 	} {
 		if got := sniffExt(tc.data); got != tc.want {
 			t.Errorf("%s: sniffExt = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestSniffRawValues: raw values are not taken for images: 16-byte
+// records whose first bytes happen to read "BM", "II*\0" or "\xff\xd8\xff"
+// are not BMP, TIFF or JPEG headers.
+func TestSniffRawValues(t *testing.T) {
+	var b [16]byte
+	for i := range 1 << 21 {
+		binary.LittleEndian.PutUint64(b[0:], uint64(i))
+		binary.LittleEndian.PutUint64(b[8:], uint64(7*i))
+		if ext := sniffExt(b[:]); ext != "" {
+			t.Fatalf("record %d (% x) sniffed as %s", i, b, ext)
+		}
+	}
+	for _, p := range [][]byte{[]byte("BM\x42\x4d"), []byte("II*\x00\x00\x00\x00\x00"), []byte("\xff\xd8\xffj")} {
+		if ext := sniffExt(p); ext != "" {
+			t.Errorf("% x sniffed as %s", p, ext)
 		}
 	}
 }

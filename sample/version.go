@@ -174,6 +174,8 @@ func (v *Version) Shard(ctx context.Context, k int) (*Shard, error) {
 	}
 	// Built outside the lock (it reads data files); a concurrent build of
 	// the same shard is wasted work, not a wrong answer: first one wins.
+	start := time.Now()
+	defer func() { v.s.ctr.IndexNanos.Add(int64(time.Since(start))) }()
 	if r.layout == LayoutBalanced {
 		sh, err = v.dealtShard(ctx, r, l, k)
 	} else {
@@ -276,13 +278,47 @@ func (v *Version) contiguousShard(ctx context.Context, r *resolved, l *layout, k
 		if fs == nil || to <= from {
 			continue
 		}
-		sh.segs = append(sh.segs, segment{pos: pos, local: int(from - l.cum[i]), n: int(to - from), file: i, ref: fs.ref, fs: fs})
+		sh.segs = append(sh.segs, segment{pos: pos, local: int(from - l.cum[i]), n: int(to - from), file: i, add: l.files[i], ref: fs.ref, fs: fs})
 		pos += int(to - from)
 	}
 	if err := sh.index(width); err != nil {
 		return nil, err
 	}
 	return sh, nil
+}
+
+// Locate finds the sample numbered g in the version (Shard.Global): its
+// shard, built if needed, and position. ErrNotExist when no sample has
+// that number.
+func (v *Version) Locate(ctx context.Context, g int64) (*Shard, int, error) {
+	r, l, err := v.prepare(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	S := len(v.shards)
+	var k int
+	if r.layout == LayoutBalanced {
+		d, _, err := v.deal(ctx, r, l)
+		if err != nil {
+			return nil, 0, err
+		}
+		k = sort.Search(S, func(k int) bool { return k+1 == S || d.starts[k+1] > g }) // last shard starting at or before g
+	} else {
+		total := l.total()
+		k = sort.Search(S, func(k int) bool { _, hi := shardRange(total, k, S); return hi > g })
+	}
+	if g < 0 || k >= S {
+		return nil, 0, ErrNotExist
+	}
+	sh, err := v.Shard(ctx, k)
+	if err != nil {
+		return nil, 0, err
+	}
+	pos := sh.Local(g)
+	if pos < 0 || pos >= sh.Len() {
+		return nil, 0, ErrNotExist
+	}
+	return sh, pos, nil
 }
 
 // dealtShard builds shard k of a balanced layout, dealing the version's

@@ -341,6 +341,14 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 		return s, nil
 	}
 	ch := t.sf.DoChan("v"+strconv.FormatInt(version, 10), func() (any, error) {
+		// A build that ended between the lookup above and this flight
+		// has cached its snapshot: every caller gets that one.
+		t.mu.Lock()
+		s, ok := t.snaps.get(version)
+		t.mu.Unlock()
+		if ok {
+			return s, nil
+		}
 		return t.build(context.WithoutCancel(ctx), version)
 	})
 	select {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 var (
@@ -105,6 +106,9 @@ type Mount struct {
 	exited chan struct{}
 	err    error // Wait's result, once exited is closed
 }
+
+// Pid is the server's process id.
+func (m *Mount) Pid() int { return m.cmd.Process.Pid }
 
 // Log is what the server printed so far.
 func (m *Mount) Log() string { return m.log.String() }
@@ -195,8 +199,11 @@ func Start(t testing.TB, bin, table string, flags ...string) *Mount {
 }
 
 // StartAt is Start without a test: it returns the mount once MOUNT/latest
-// exists, or an error (with the server's output) when it exits first or
-// takes 60 s.
+// exists and the server says it is mounted, or an error (with the
+// server's output) when it exits first or takes 60 s. Waiting for the log
+// line matters: until the mount call returns, go-fuse holds a file of the
+// mount open (its poll probe), and a server killed then cannot exit (its
+// close waits for its own answer).
 func StartAt(bin, table, dir string, flags ...string) (*Mount, error) {
 	m := &Mount{Dir: dir, log: &SyncBuffer{}, exited: make(chan struct{})}
 	m.cmd = exec.Command(bin, append([]string{"mount", table, dir}, flags...)...)
@@ -207,7 +214,7 @@ func StartAt(bin, table, dir string, flags ...string) (*Mount, error) {
 	go func() { m.err = m.cmd.Wait(); close(m.exited) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, err := os.Lstat(filepath.Join(dir, "latest")); err == nil {
+		if _, err := os.Lstat(filepath.Join(dir, "latest")); err == nil && strings.Contains(m.Log(), "msg=mounted") {
 			return m, nil
 		}
 		select {
@@ -236,6 +243,39 @@ func InProcess(t testing.TB, root gofs.InodeEmbedder, opts *gofs.Options) string
 	}
 	srv, err := gofs.Mount(dir, root, opts)
 	if err != nil {
+		t.Fatalf("mount %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		done := make(chan error, 1)
+		go func() { done <- srv.Unmount() }()
+		select {
+		case err := <-done:
+			if err == nil {
+				srv.Wait()
+				return
+			}
+		case <-time.After(10 * time.Second):
+		}
+		Unmount(dir)
+	})
+	return dir
+}
+
+// InProcessRaw mounts a go-fuse raw filesystem at a fresh directory in this
+// process and unmounts it in t.Cleanup.
+func InProcessRaw(t testing.TB, fsys fuse.RawFileSystem, opts *fuse.MountOptions) string {
+	t.Helper()
+	RequireFUSE(t)
+	dir := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := fuse.NewServer(fsys, dir, opts)
+	if err != nil {
+		t.Fatalf("mount %s: %v", dir, err)
+	}
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
 		t.Fatalf("mount %s: %v", dir, err)
 	}
 	t.Cleanup(func() {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/sample"
+	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
@@ -221,6 +222,77 @@ func (t *Table) Scan(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.A
 	return ctx.Err()
 }
 
+// Columns implements sample.Rows: the live rows in one batch, each column
+// a typed vector as package scan builds them (by the column's type).
+func (t *Table) Columns(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddFile, columns []string, fn func(b *scan.Batch) error) error {
+	b := &scan.Batch{Cols: make([]scan.Vector, len(columns))}
+	for i, c := range columns {
+		fld := snap.Schema.Field(c)
+		if fld == nil {
+			return fmt.Errorf("no column %q", c)
+		}
+		b.Cols[i] = scan.Vector{Kind: scan.KindOf(fld.Type), Type: fld.Type}
+		if b.Cols[i].Kind == scan.KindBytes {
+			b.Cols[i].Offsets = []uint32{0}
+		}
+	}
+	err := t.Scan(ctx, snap, f, columns, func(row int64, vals []any) {
+		b.Rows = append(b.Rows, row)
+		for i, x := range vals {
+			v := &b.Cols[i]
+			if x == nil {
+				if v.Nulls == nil {
+					v.Nulls = make([]bool, len(b.Rows)-1)
+				}
+			}
+			if v.Nulls != nil {
+				v.Nulls = append(v.Nulls, x == nil)
+			}
+			switch v.Kind {
+			case scan.KindInt:
+				var n int64
+				switch y := x.(type) {
+				case int64:
+					n = y
+				case int32:
+					n = int64(y)
+				case int16:
+					n = int64(y)
+				case int8:
+					n = int64(y)
+				}
+				v.Int = append(v.Int, n)
+			case scan.KindFloat:
+				var g float64
+				switch y := x.(type) {
+				case float64:
+					g = y
+				case float32:
+					g = float64(y)
+				}
+				v.Float = append(v.Float, g)
+			case scan.KindBytes:
+				switch y := x.(type) {
+				case string:
+					v.Data = append(v.Data, y...)
+				case []byte:
+					v.Data = append(v.Data, y...)
+				}
+				v.Offsets = append(v.Offsets, uint32(len(v.Data)))
+			case scan.KindBool:
+				y, _ := x.(bool)
+				v.Bool = append(v.Bool, y)
+			default:
+				v.Any = append(v.Any, x)
+			}
+		}
+	})
+	if err != nil || len(b.Rows) == 0 {
+		return err
+	}
+	return fn(b)
+}
+
 // ScanJSON implements sample.Rows: a JSON object in schema order.
 func (t *Table) ScanJSON(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddFile, fn func(row int64, js []byte)) error {
 	return t.Scan(ctx, snap, f, snap.Schema.Names(), func(row int64, values []any) {
@@ -268,6 +340,24 @@ func (t *Table) Value(ctx context.Context, ref sample.FileRef, column string, ro
 		}
 	}
 	return nil, fmt.Errorf("no column %q", column)
+}
+
+// Values implements sample.Fetcher.
+func (t *Table) Values(ctx context.Context, ref sample.FileRef, column string, fn func(row int64, v []byte) error) error {
+	n, err := t.NumRows(ctx, ref)
+	if err != nil {
+		return err
+	}
+	for row := range n {
+		v, err := t.Value(ctx, ref, column, row)
+		if err != nil {
+			return err
+		}
+		if err := fn(row, v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // NumRows implements sample.Fetcher.
