@@ -1,10 +1,10 @@
 package sample
 
 import (
-	"math"
 	"context"
 	"fmt"
 	"github.com/cespare/xxhash/v2"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -496,7 +496,7 @@ func (sh *Shard) indexManifest() {
 			}
 			if sh.r.class != nil {
 				n += 2 * int64(len(sh.classes[sg.cmap[sg.fs.class[li]]])) // the folder in the path and the class field
-				n++                                                      // the path's '/'
+				n++                                                       // the path's '/'
 			}
 			off += n
 			pos++

@@ -1,8 +1,8 @@
 package sample
 
 import (
-	"encoding/binary"
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"image"
 	"image/gif"
