@@ -74,14 +74,34 @@
 // Within a shard, samples are in append order (file, then row), and
 // Shard.Global numbers them uniquely within the version.
 //
-// # Laziness and sharing
+// # Laziness, sharing and memory
 //
 // Nothing is read at construction. A version's snapshot is built on first
 // use; a shard's index when first listed or looked up. The metadata of one
 // data file (live rows, ids, classes, sizes) is memoised under (path,
-// deletion vector id, spec) and shared by every version and shard that
-// references it, as long as any of them is alive (weak pointers), so
-// version N+1 that appends one file reads only that file.
+// store identity, deletion vector id, spec) and shared by every version
+// and shard that references it, as long as any of them is alive (weak
+// pointers), so version N+1 that appends one file reads only that file.
+// The most recently used versions (Options.KeepVersions) stay; others go
+// when nothing references them.
+//
+// The index holds no string per sample. A data file keeps its ids as a
+// typed column (integers as int64s, other ids as one byte arena with
+// offsets, derived ids as nothing but the file's path hash), physical
+// rows only when a deletion vector leaves gaps, sizes as uint32s and
+// extensions as bytes: about 13 bytes a sample for integer ids and raw
+// bytes. A shard keeps, besides its segments (ranges of its files' rows,
+// or the rows dealt to it), a hash table of name stems (4 bytes a slot,
+// 0.7 full; none when the ids are integers increasing in shard order, as
+// `deltafs import` writes them: names are then found by binary search),
+// the few renamed duplicates, its class folders' members (4 bytes a
+// sample, with a class column), and the offset of every 1024th line of
+// _samples.tsv, which is generated for the range read. Names are
+// formatted when asked for. Ten million samples of one shard: about 40
+// bytes a sample in all, built at about ten million samples a second
+// (the id column read as typed vectors, scan.Scan.FileColumns; the data
+// column's lengths and first bytes from typed page data), files in
+// parallel.
 //
 // # Reading
 //

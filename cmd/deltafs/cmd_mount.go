@@ -27,8 +27,9 @@ type mountOptions struct {
 	specFlags
 	cacheFlags
 
-	Refresh   time.Duration
-	Immutable time.Duration
+	Refresh      time.Duration
+	Immutable    time.Duration
+	KernelInodes int64
 
 	MetricsAddr string
 	AllowOther  bool
@@ -42,6 +43,7 @@ func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
 	o.specFlags.addFlags(f)
 	f.DurationVar(&o.Refresh, "refresh", 10*time.Second, "how often to look for new commits (also the kernel timeout of latest, version/ and at/)")
 	f.DurationVar(&o.Immutable, "immutable-timeout", 24*time.Hour, "kernel entry/attribute timeout under version/N (versions never change)")
+	f.Int64Var(&o.KernelInodes, "kernel-inodes", dfs.DefaultKernelInodes, "listings give entries their attributes (sparing a first open its LOOKUP) while the kernel holds fewer than this many of the mount's inodes, about 1.1 KiB of kernel memory each; past it, names only (0: names only, always)")
 	o.cacheFlags.addFlags(f)
 	f.BoolVar(&o.Xattrs, "xattrs", false, "serve each sample file's disk-cache extent as the xattr "+gds.XattrName+" (materialising it on demand); off by default because xattrs cost ls -l a round trip per file")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. localhost:9100; default: none)")
@@ -121,7 +123,7 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	versions, latest, describe := stk.versions, stk.latest, stk.describe
 	var root *dfs.Root
 	rootOpts := dfs.Options{
-		Samples: samples, Refresh: o.Refresh, Immutable: o.Immutable,
+		Samples: samples, Refresh: o.Refresh, Immutable: o.Immutable, KernelInodes: kernelInodes(o.KernelInodes),
 		Stats: func() any { return mountStats(root, counted, fetcher, pages) },
 	}
 	if pages.Dir() != "" {
@@ -273,6 +275,15 @@ func closeWithin(stk *stack, d time.Duration) bool {
 	case <-time.After(max(d, 0)):
 		return false
 	}
+}
+
+// kernelInodes turns --kernel-inodes into fs.Options.KernelInodes (whose
+// 0 means the default and negative means none).
+func kernelInodes(n int64) int64 {
+	if n <= 0 {
+		return -1
+	}
+	return n
 }
 
 // mountStats is MOUNT/.deltafs/stats.
