@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # make bench: every benchmark in one run; writes bench/RESULTS.md and
 # bench/throughput.svg. Go micro-benchmarks run first (snapshot construction,
-# scan, cache), then the end-to-end workloads (bench/run).
+# scan, cache), then the end-to-end workloads (bench/run), the scale ones
+# (ten-million, million-files) under a memory watchdog; as root they drop
+# the kernel's caches before each mount. Extra arguments go to bench/run
+# (scripts/bench.sh -max-server-rss 8; see bench/README.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p bench/out

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,8 @@ type bench struct {
 	series      map[string]*series
 	order       []string
 	notes       []string
+	limits      guardLimits       // the scale workloads' watchdog (guard.go)
+	aborted     map[string]string // workload: why the watchdog stopped it
 }
 
 // series is one measured quantity, one value per run.
@@ -49,7 +52,7 @@ func newBench(out string, runs int, quick bool) (*bench, error) {
 		abs = filepath.Join(abs, "quick")
 		shmRoot = shmRoot + "-quick"
 	}
-	b := &bench{out: abs, runs: runs, quick: quick, series: map[string]*series{}, python: "/usr/bin/python3"}
+	b := &bench{out: abs, runs: runs, quick: quick, series: map[string]*series{}, python: "/usr/bin/python3", limits: defaultLimits, aborted: map[string]string{}}
 	bin := filepath.Join(abs, "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return nil, err
@@ -92,6 +95,16 @@ func (b *bench) note(format string, args ...any) {
 	b.notes = append(b.notes, fmt.Sprintf(format, args...))
 }
 
+// noteOnce adds a note unless it is there already.
+func (b *bench) noteOnce(n string) {
+	for _, o := range b.notes {
+		if o == n {
+			return
+		}
+	}
+	b.notes = append(b.notes, n)
+}
+
 // median and spread (min, max) of a series' values.
 func stats(v []float64) (med, lo, hi float64) {
 	if len(v) == 0 {
@@ -109,7 +122,12 @@ func stats(v []float64) (med, lo, hi float64) {
 
 // run runs a command and returns its stdout, failing with its stderr.
 func run(name string, args ...string) (string, error) {
-	cmd := exec.Command(name, args...)
+	return runCtx(context.Background(), name, args...)
+}
+
+// runCtx is run, killed when ctx ends.
+func runCtx(ctx context.Context, name string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, name, args...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -121,7 +139,12 @@ func run(name string, args ...string) (string, error) {
 
 // readloop reads every sample under roots with t threads.
 func (b *bench) readloop(threads int, roots ...string) (filesPerS, mbPerS float64, err error) {
-	out, err := run(b.readloopBin, append([]string{"-threads", strconv.Itoa(threads)}, roots...)...)
+	return b.readloopCtx(context.Background(), threads, roots...)
+}
+
+// readloopCtx is readloop, killed when ctx ends.
+func (b *bench) readloopCtx(ctx context.Context, threads int, roots ...string) (filesPerS, mbPerS float64, err error) {
+	out, err := runCtx(ctx, b.readloopBin, append([]string{"-threads", strconv.Itoa(threads)}, roots...)...)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -236,9 +259,12 @@ func (m *mounted) rssMB() (float64, error) {
 	return 0, errors.New("no VmRSS")
 }
 
-// mountStats reads MOUNTPOINT/.deltafs/stats.
-func (m *mounted) stats() (map[string]any, error) {
-	data, err := os.ReadFile(filepath.Join(m.dir, ".deltafs", "stats"))
+// stats reads MOUNTPOINT/.deltafs/stats.
+func (m *mounted) stats() (map[string]any, error) { return readStats(m.dir) }
+
+// readStats reads MOUNTPOINT/.deltafs/stats of the mount at dir.
+func readStats(dir string) (map[string]any, error) {
+	data, err := os.ReadFile(filepath.Join(dir, ".deltafs", "stats"))
 	if err != nil {
 		return nil, err
 	}

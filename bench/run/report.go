@@ -79,6 +79,7 @@ func figures() []figure {
 		figure{"resident memory over --mem-cache, 1,000,000 samples (MB)", "million/resident memory over --mem-cache", "", "≤ 200", atMost(200)},
 		figure{"sample index bytes per sample, 1,000,000 samples", "million/index bytes per sample", "", "< 64", atMost(63.99)},
 	)
+	fs = append(fs, scaleFigures()...)  // bench/run/scale.go
 	fs = append(fs, s3Figures()...)     // bench/run/s3.go
 	fs = append(fs, layoutFigures()...) // bench/run/layout.go
 	return fs
@@ -127,11 +128,19 @@ func (b *bench) write(results, chart string, took time.Duration) error {
 	fmt.Fprintf(&s, "# deltafs benchmark results\n\n")
 	fmt.Fprintf(&s, "Written by `make bench` on %s, in %s.\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), took.Round(time.Second))
 	fmt.Fprintf(&s, "Machine: %s.\n\n", machine())
+	if b.quick {
+		fmt.Fprintf(&s, "**A quick run (`-quick`): small workloads to check the harness; the figures are not comparable with a full run.**\n\n")
+	}
 	fmt.Fprintf(&s, "Every figure is a median over %d runs, with the spread (min–max) beside it. Ratios pair a deltafs measurement with its baseline measured in the same run.\n\n", b.runs)
 	fmt.Fprintf(&s, "## Targets\n\n| figure | median | spread | target | met |\n|---|---:|---:|---|---|\n")
 	for _, r := range rows {
 		if !r.measured {
-			fmt.Fprintf(&s, "| %s | – | – | %s | not measured |\n", r.f.name, r.f.target)
+			why := "not measured"
+			w, _, _ := strings.Cut(r.f.num, "/")
+			if a, ok := b.aborted[w]; ok {
+				why = "aborted in " + a + " (see Notes)"
+			}
+			fmt.Fprintf(&s, "| %s | – | – | %s | %s |\n", r.f.name, r.f.target, why)
 			continue
 		}
 		met := "yes"
