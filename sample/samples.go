@@ -93,6 +93,10 @@ type Options struct {
 	// Location names the table in errors and log lines ("" : the table's
 	// own Location() when it has one).
 	Location string
+	// OnIndexed, when set, is called after a shard's index was built, with
+	// its samples (the mount returns the build's garbage to the system
+	// after a large one).
+	OnIndexed func(samples int)
 	// Parallel bounds the data files indexed at once (0: 4).
 	Parallel int
 	// KeepVersions is how many recently used versions stay indexed even

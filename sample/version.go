@@ -191,6 +191,9 @@ func (v *Version) Shard(ctx context.Context, k int) (*Shard, error) {
 	}
 	sh = v.shards[k]
 	v.mu.Unlock()
+	if first && v.s.opts.OnIndexed != nil {
+		v.s.opts.OnIndexed(sh.Len())
+	}
 	if first && r.class != nil && r.layout == LayoutContiguous {
 		v.warnClassSets(sh)
 	}

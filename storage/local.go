@@ -20,6 +20,7 @@ type Local struct {
 	root      string // absolute, cleaned
 	closed    chan struct{}
 	closeOnce sync.Once
+	fds       fdCache // open data files
 }
 
 var (
@@ -44,7 +45,10 @@ func NewLocal(root string) (*Local, error) {
 // later call fails at once. A mount closes its storage as it unmounts, so
 // that requests still reading do not hold the unmount.
 func (l *Local) Close() error {
-	l.closeOnce.Do(func() { close(l.closed) })
+	l.closeOnce.Do(func() {
+		close(l.closed)
+		l.fds.closeAll()
+	})
 	return nil
 }
 
@@ -156,11 +160,25 @@ func (l *Local) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 	if off < 0 {
 		return 0, fmt.Errorf("%s: negative offset %d", key, off)
 	}
-	f, err := openRegular(l.path(key))
+	open := func() (*localFile, error) { return openRegular(l.path(key)) }
+	if strings.HasPrefix(key, "_delta_log/") {
+		f, err := open()
+		if err != nil {
+			return 0, wrapOS(key, err)
+		}
+		defer f.Close()
+		return l.read(ctx, key, f, p, off)
+	}
+	e, err := l.fds.get(key, open)
 	if err != nil {
 		return 0, wrapOS(key, err)
 	}
-	defer f.Close()
+	n, err := l.read(ctx, key, e.lf, p, off)
+	l.fds.put(e, err != nil && !errors.Is(err, io.EOF))
+	return n, err
+}
+
+func (l *Local) read(ctx context.Context, key string, f *localFile, p []byte, off int64) (int, error) {
 	n, err := f.readAt(ctx, l.closed, p, off)
 	if err != nil && !errors.Is(err, io.EOF) {
 		return n, fmt.Errorf("%s: %w", key, err)
@@ -173,6 +191,7 @@ func (l *Local) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 // reader never sees a partial object. Files get mode 0666 and directories
 // 0777, less the umask.
 func (l *Local) Put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
+	defer l.fds.forget(key) // the path names the new file from now on
 	if err := l.check(ctx, key); err != nil {
 		return err
 	}

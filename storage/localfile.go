@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -232,4 +233,134 @@ func OpenLocalFile(path string) (*os.File, error) {
 // ReadLocalFile does, without opening it. Errors do not name the file.
 func StatLocalFile(path string) (fs.FileInfo, error) {
 	return statRegular(path)
+}
+
+// fdCache keeps the data files a Local reads open, so that a read costs a
+// pread and an fstat instead of a stat, an open, two fstats and a close.
+// The least recently used file is closed past fdCacheSize (once its
+// readers are done). Log files (_delta_log/) are not kept: some change in
+// place (_last_checkpoint), and each is read once. A kept file is the one
+// first opened at its path: a file replaced since (a new inode) is not
+// seen, as S3's pinned ETags do not see a replaced object — the bytes
+// served are those of the file the table's version named when first read.
+type fdCache struct {
+	mu    sync.Mutex
+	files map[string]*fdEntry // guarded by mu
+	order []*fdEntry          // guarded by mu; least recently used first
+}
+
+const fdCacheSize = 128
+
+type fdEntry struct {
+	key     string
+	lf      *localFile
+	refs    int  // guarded by fdCache.mu; readers using lf
+	dropped bool // guarded by fdCache.mu; out of the cache: close when refs reaches 0
+}
+
+// get returns key's open file, opening it with open on a miss; release it
+// with put.
+func (c *fdCache) get(key string, open func() (*localFile, error)) (*fdEntry, error) {
+	c.mu.Lock()
+	if e, ok := c.files[key]; ok {
+		e.refs++
+		c.touch(e)
+		c.mu.Unlock()
+		return e, nil
+	}
+	c.mu.Unlock()
+	lf, err := open()
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.files[key]; ok { // opened meanwhile by another reader
+		lf.Close()
+		e.refs++
+		c.touch(e)
+		return e, nil
+	}
+	if c.files == nil {
+		c.files = map[string]*fdEntry{}
+	}
+	e := &fdEntry{key: key, lf: lf, refs: 1}
+	c.files[key] = e
+	c.order = append(c.order, e)
+	for len(c.order) > fdCacheSize {
+		old := c.order[0]
+		c.order = c.order[1:]
+		delete(c.files, old.key)
+		old.dropped = true
+		if old.refs == 0 {
+			old.lf.Close()
+		}
+	}
+	return e, nil
+}
+
+// touch moves e to the most recent end. Called with c.mu held.
+func (c *fdCache) touch(e *fdEntry) {
+	for i, o := range c.order {
+		if o == e {
+			copy(c.order[i:], c.order[i+1:])
+			c.order[len(c.order)-1] = e
+			return
+		}
+	}
+}
+
+// put releases e; drop also removes it from the cache (after an error, so
+// that the next read opens the file afresh).
+func (c *fdCache) put(e *fdEntry, drop bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.refs--
+	if drop && !e.dropped {
+		e.dropped = true
+		delete(c.files, e.key)
+		for i, o := range c.order {
+			if o == e {
+				c.order = append(c.order[:i], c.order[i+1:]...)
+				break
+			}
+		}
+	}
+	if e.dropped && e.refs == 0 {
+		e.lf.Close()
+	}
+}
+
+// closeAll closes every kept file (readers still using one close it).
+func (c *fdCache) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.order {
+		e.dropped = true
+		if e.refs == 0 {
+			e.lf.Close()
+		}
+	}
+	c.files, c.order = nil, nil
+}
+
+// forget drops key's kept file (its path now names another file).
+func (c *fdCache) forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.files[key]
+	if !ok {
+		return
+	}
+	e.dropped = true
+	delete(c.files, key)
+	for i, o := range c.order {
+		if o == e {
+			c.order = append(c.order[:i], c.order[i+1:]...)
+			break
+		}
+	}
+	if e.refs == 0 {
+		e.lf.Close()
+	}
 }

@@ -37,6 +37,7 @@ type mountOptions struct {
 	Xattrs      bool
 	Debug       bool
 	CPUProfile  string
+	MemProfile  string
 }
 
 func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
@@ -51,6 +52,8 @@ func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.AllowOther, "allow-other", false, "let other users read the mount (needs user_allow_other in /etc/fuse.conf when not root)")
 	f.BoolVar(&o.Debug, "fuse-debug", false, "log every FUSE request")
 	f.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of the server to this file until unmount")
+	f.StringVar(&o.MemProfile, "memprofile", "", "write a heap profile of the server to this file at unmount")
+	_ = f.MarkHidden("memprofile")
 	_ = f.MarkHidden("cpuprofile")
 }
 
@@ -153,6 +156,14 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	slog.Info("mounted", "table", location, "mountpoint", mnt, "versions", len(versions), "latest", latest.Version,
 		"spec", describe, "cache", stk.cacheDir, "refresh", o.Refresh)
 
+	if o.MemProfile != "" {
+		defer func() {
+			if pf, err := os.Create(o.MemProfile); err == nil {
+				_ = pprof.WriteHeapProfile(pf)
+				pf.Close()
+			}
+		}()
+	}
 	if o.CPUProfile != "" {
 		pf, err := os.Create(o.CPUProfile)
 		if err == nil {

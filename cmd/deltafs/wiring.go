@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync/atomic"
 
@@ -238,7 +239,8 @@ func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFla
 	}
 	_, coalesce := st.(storage.RangeReader)
 	s.fetcher = sample.NewPageFetcher(s.counted, sample.PageFetcherOptions{Cache: blobs, ReadAhead: ra, Coalesce: coalesce})
-	s.samples, err = sample.New(sample.Options{Table: s.table, Rows: rows, Fetcher: s.fetcher, Spec: spec, Cache: blobs})
+	s.samples, err = sample.New(sample.Options{Table: s.table, Rows: rows, Fetcher: s.fetcher, Spec: spec, Cache: blobs,
+		OnIndexed: returnIndexGarbage})
 	if err != nil {
 		s.pages.Close()
 		return nil, usageError{err}
@@ -322,4 +324,14 @@ func (c *countingStorage) ReadRanges(ctx context.Context, key string, ranges []s
 	}
 	c.count(key, n)
 	return out, err
+}
+
+// returnIndexGarbage gives the memory a large index build churned through
+// back to the system (a full collection, in the background): the Go
+// runtime would otherwise keep it for minutes, and a mount of millions of
+// samples would look (and count) several times its size.
+func returnIndexGarbage(samples int) {
+	if samples >= 100_000 {
+		go debug.FreeOSMemory()
+	}
 }
