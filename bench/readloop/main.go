@@ -26,14 +26,15 @@ import (
 
 func main() {
 	threads := flag.Int("threads", 1, "concurrent readers")
+	list := flag.Bool("list", false, "find the files by listing their directories, even where a _samples.tsv manifest is")
 	flag.Parse()
 	var files []string
 	for _, root := range flag.Args() {
-		list, err := gather(root)
+		found, err := gather(root, *list)
 		if err != nil {
 			log.Fatal(err)
 		}
-		files = append(files, list...)
+		files = append(files, found...)
 	}
 	var next, nbytes atomic.Int64
 	var wg sync.WaitGroup
@@ -92,8 +93,8 @@ func readFile(path string, buf []byte) (int64, error) {
 
 // gather lists the sample files under root: from its _samples.tsv when it
 // has one (first column: relative path), else by walking the tree.
-func gather(root string) ([]string, error) {
-	if f, err := os.Open(filepath.Join(root, "_samples.tsv")); err == nil {
+func gather(root string, list bool) ([]string, error) {
+	if f, err := os.Open(filepath.Join(root, "_samples.tsv")); err == nil && !list {
 		defer f.Close()
 		var out []string
 		sc := bufio.NewScanner(f)

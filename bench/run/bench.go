@@ -142,9 +142,19 @@ func (b *bench) readloop(threads int, roots ...string) (filesPerS, mbPerS float6
 	return b.readloopCtx(context.Background(), threads, roots...)
 }
 
+// readloopArgs is readloop with more flags (-list).
+func (b *bench) readloopArgs(threads int, flags []string, roots ...string) (filesPerS, mbPerS float64, err error) {
+	return b.readloopFlags(context.Background(), threads, flags, roots...)
+}
+
 // readloopCtx is readloop, killed when ctx ends.
 func (b *bench) readloopCtx(ctx context.Context, threads int, roots ...string) (filesPerS, mbPerS float64, err error) {
-	out, err := runCtx(ctx, b.readloopBin, append([]string{"-threads", strconv.Itoa(threads)}, roots...)...)
+	return b.readloopFlags(ctx, threads, nil, roots...)
+}
+
+func (b *bench) readloopFlags(ctx context.Context, threads int, flags []string, roots ...string) (filesPerS, mbPerS float64, err error) {
+	args := append([]string{"-threads", strconv.Itoa(threads)}, flags...)
+	out, err := runCtx(ctx, b.readloopBin, append(args, roots...)...)
 	if err != nil {
 		return 0, 0, err
 	}
