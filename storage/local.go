@@ -169,13 +169,20 @@ func (l *Local) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 		defer f.Close()
 		return l.read(ctx, key, f, p, off)
 	}
-	e, err := l.fds.get(key, open)
-	if err != nil {
-		return 0, wrapOS(key, err)
+	for try := 0; ; try++ {
+		e, err := l.fds.get(key, open)
+		if err != nil {
+			return 0, wrapOS(key, err)
+		}
+		n, err := l.read(ctx, key, e.lf, p, off)
+		l.fds.put(e, err != nil && !errors.Is(err, io.EOF))
+		if errors.Is(err, errUnlinked) && try == 0 {
+			// The kept file left the table since it was opened: what the
+			// path names now decides (nothing, or a new file).
+			continue
+		}
+		return n, err
 	}
-	n, err := l.read(ctx, key, e.lf, p, off)
-	l.fds.put(e, err != nil && !errors.Is(err, io.EOF))
-	return n, err
 }
 
 func (l *Local) read(ctx context.Context, key string, f *localFile, p []byte, off int64) (int, error) {

@@ -384,3 +384,40 @@ func TestLocalPutModes(t *testing.T) {
 		}
 	}
 }
+
+// A data file is kept open between reads (fdCache); a file deleted or
+// replaced since must not go on being served from the old descriptor as if
+// it were still in the table.
+func TestLocalKeptFileDeletedOrReplaced(t *testing.T) {
+	l, dir := newLocal(t)
+	ctx := context.Background()
+	if err := os.WriteFile(filepath.Join(dir, "part-0.parquet"), []byte("first contents"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 5)
+	if _, err := l.ReadAt(ctx, "part-0.parquet", buf, 0); err != nil || string(buf) != "first" {
+		t.Fatalf("first read: %q %v", buf, err)
+	}
+	if err := os.Remove(filepath.Join(dir, "part-0.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ReadAt(ctx, "part-0.parquet", buf, 0); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("read after delete: %v, want ErrNotExist", err)
+	}
+	// Replaced by a rename over it: the next read sees the new file.
+	if err := os.WriteFile(filepath.Join(dir, "part-1.parquet"), []byte("older contents"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ReadAt(ctx, "part-1.parquet", buf, 0); err != nil || string(buf) != "older" {
+		t.Fatalf("read: %q %v", buf, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tmp"), []byte("newer contents"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "tmp"), filepath.Join(dir, "part-1.parquet")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ReadAt(ctx, "part-1.parquet", buf, 0); err != nil || string(buf) != "newer" {
+		t.Fatalf("read after the replacement: %q %v, want the new file", buf, err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -182,11 +183,21 @@ func (lf *localFile) readAt(ctx context.Context, closed <-chan struct{}, p []byt
 	if fi.Size() != lf.size || !fi.ModTime().Equal(lf.modTime) {
 		return n, fmt.Errorf("%w: it was modified while read (size %d, now %d)", ErrChanged, lf.size, fi.Size())
 	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink == 0 {
+		// Deleted (vacuumed) since it was opened: an open descriptor still
+		// reads it, but a file gone from the table is gone, as on an object
+		// store, whether or not this process happened to hold it open.
+		return n, errUnlinked
+	}
 	if n < len(p) {
 		return n, io.EOF
 	}
 	return n, nil
 }
+
+// errUnlinked is the error of a read from a file deleted (or replaced by a
+// rename) since it was opened. Local.ReadAt then opens the path again.
+var errUnlinked = fmt.Errorf("deleted while open: %w", ErrNotExist)
 
 // ErrTooLarge is the error of ReadLocalFile for a file over its bound.
 var ErrTooLarge = errors.New("file too large")
@@ -239,10 +250,11 @@ func StatLocalFile(path string) (fs.FileInfo, error) {
 // pread and an fstat instead of a stat, an open, two fstats and a close.
 // The least recently used file is closed past fdCacheSize (once its
 // readers are done). Log files (_delta_log/) are not kept: some change in
-// place (_last_checkpoint), and each is read once. A kept file is the one
-// first opened at its path: a file replaced since (a new inode) is not
-// seen, as S3's pinned ETags do not see a replaced object — the bytes
-// served are those of the file the table's version named when first read.
+// place (_last_checkpoint), and each is read once. A kept file deleted
+// since, or replaced by a rename, has no links left: the read that sees
+// this (its closing fstat) drops it and opens the path again, so a
+// vacuumed file fails and a replaced one is read anew (where the caller's
+// FileRef.ID check catches the change), as when nothing is kept.
 type fdCache struct {
 	mu    sync.Mutex
 	files map[string]*fdEntry // guarded by mu
