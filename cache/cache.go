@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/flight"
 )
 
 // Defaults for zero Options fields.
@@ -132,10 +134,10 @@ type Cache struct {
 	mem     *memTier  // nil: no memory tier
 	disk    *diskTier // nil: no disk tier
 	ctr     *counters
-	flights flightGroup
+	flights flight.Group[string, []byte]
 
 	closed  atomic.Bool
-	cancel  context.CancelFunc // cancels flights.base
+	cancel  context.CancelFunc // cancels flights.Base
 	closeMu sync.Once
 
 	prefetchQ        chan prefetchJob
@@ -162,8 +164,7 @@ func New(opts Options) (*Cache, error) {
 	}
 	base, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
-	c.flights.base = base
-	c.flights.calls = make(map[string]*call)
+	c.flights.Base = base
 	if opts.PrefetchWorkers > 0 {
 		c.prefetchQ = make(chan prefetchJob, 4*opts.PrefetchWorkers)
 		for i := 0; i < opts.PrefetchWorkers; i++ {
@@ -207,13 +208,13 @@ func (c *Cache) Get(ctx context.Context, key Key, fetch FetchFunc) ([]byte, erro
 	if v, ok := c.diskGet(r, start); ok {
 		return v, nil
 	}
-	v, started, err := c.flights.do(ctx, r.sum, func(fctx context.Context) ([]byte, error) {
+	v, joined, err := c.flights.Do(ctx, r.sum, func(fctx context.Context) ([]byte, error) {
 		return c.fill(fctx, r, fetch)
 	})
 	if err != nil {
 		return nil, err
 	}
-	if !started {
+	if joined {
 		c.ctr.shared.Add(1)
 	}
 	c.ctr.latFetch.observe(time.Since(start))
@@ -258,7 +259,7 @@ func (c *Cache) diskGet(r ref, start time.Time) ([]byte, bool) {
 	return nil, false
 }
 
-// fill runs once per key at a time (see flightGroup).
+// fill runs once per key at a time (see flight.Group).
 func (c *Cache) fill(ctx context.Context, r ref, fetch FetchFunc) ([]byte, error) {
 	// A fill that finished between our lookup and the start of this one has
 	// stored the entry: look again (uncounted) before fetching.
@@ -356,7 +357,7 @@ func (c *Cache) Close() error {
 		c.closed.Store(true)
 		c.cancel()
 		c.prefetchWG.Wait()
-		c.flights.wait()
+		c.flights.Wait()
 		if c.disk != nil {
 			c.disk.close()
 		}

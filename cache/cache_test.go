@@ -126,12 +126,7 @@ func TestSingleflight(t *testing.T) {
 
 func waiters(c *Cache, k Key) int {
 	r, _ := k.ref()
-	c.flights.mu.Lock()
-	defer c.flights.mu.Unlock()
-	if cl := c.flights.calls[r.sum]; cl != nil {
-		return cl.waiters
-	}
-	return 0
+	return c.flights.Waiters(r.sum)
 }
 
 func waitFor(t testing.TB, what string, cond func() bool) {

@@ -23,7 +23,7 @@
 //
 // Get looks in memory, then on disk, then calls fetch, and stores what it
 // fetched in both tiers before returning. Concurrent Gets of one missing key
-// share one fetch (flightGroup); a fetch error reaches every waiter and
+// share one fetch (internal/flight); a fetch error reaches every waiter and
 // nothing is cached; a waiter whose ctx ends leaves at once without failing
 // the others, and the fetch is cancelled only when no waiter is left.
 //
@@ -143,8 +143,9 @@
 // fetch.
 //
 //   - diskTier.mu: the disk index (entries, LRU heap, byte totals).
-//   - frontLRU.mu: the front LRU's map and list.
-//   - flightGroup.mu: the fills in progress and their waiter counts.
+//   - frontLRU.mu: the front LRU (internal/lru).
+//   - the flight group's lock (internal/flight): the fills in progress and
+//     their waiter counts.
 //   - counters are atomics; ristretto does its own locking.
 //
 // # Errors and logs

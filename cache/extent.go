@@ -79,7 +79,7 @@ func (c *Cache) Materialize(ctx context.Context, key Key, fetch FetchFunc) (Exte
 	}
 	c.ctr.diskMisses.Add(1)
 	// "m" keeps these flights apart from Get's, which fill both tiers.
-	_, _, err = c.flights.do(ctx, "m"+r.sum, func(fctx context.Context) ([]byte, error) {
+	_, _, err = c.flights.Do(ctx, "m"+r.sum, func(fctx context.Context) ([]byte, error) {
 		if _, ok := c.disk.verified(r); ok {
 			return nil, nil
 		}

@@ -1,10 +1,11 @@
 package cache
 
 import (
-	"container/list"
 	"sync"
 
 	"github.com/dgraph-io/ristretto/v2"
+
+	"github.com/deltafs/deltafs/internal/lru"
 )
 
 // memTier is the memory tier: a small strict LRU (front) in front of a
@@ -109,67 +110,36 @@ func (m *memTier) close() {
 	}
 }
 
-// frontLRU is a strict least-recently-used map bounded by payload bytes.
+// frontLRU is a strict least-recently-used map bounded by payload bytes,
+// counting its evictions.
 //
-// Locking: mu guards items, ll and bytes; it is a leaf lock.
+// Locking: mu guards lru; it is a leaf lock.
 type frontLRU struct {
-	capacity int64
-	ctr      *counters
-	mu       struct {
-		sync.Mutex
-		items map[string]*list.Element // values are *frontItem
-		ll    list.List                // front = most recently used
-		bytes int64
-	}
-}
-
-type frontItem struct {
-	key string
-	val []byte
+	mu  sync.Mutex
+	lru *lru.Cache[string, []byte] // guarded by mu; cost: payload bytes
 }
 
 func newFrontLRU(capacity int64, ctr *counters) *frontLRU {
-	f := &frontLRU{capacity: capacity, ctr: ctr}
-	f.mu.items = make(map[string]*list.Element)
-	return f
+	return &frontLRU{lru: lru.New(capacity, func(string, []byte) { ctr.frontEvictions.Add(1) })}
 }
 
 func (f *frontLRU) get(key string) ([]byte, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	el, ok := f.mu.items[key]
-	if !ok {
-		return nil, false
-	}
-	f.mu.ll.MoveToFront(el)
-	return el.Value.(*frontItem).val, true
+	return f.lru.Get(key)
 }
 
 func (f *frontLRU) add(key string, v []byte) {
-	n := int64(len(v))
-	if n > f.capacity {
-		return
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if el, ok := f.mu.items[key]; ok {
-		f.mu.ll.MoveToFront(el)
+	if _, ok := f.lru.Get(key); ok {
 		return // entries are immutable: same key, same bytes
 	}
-	f.mu.items[key] = f.mu.ll.PushFront(&frontItem{key: key, val: v})
-	f.mu.bytes += n
-	for f.mu.bytes > f.capacity {
-		el := f.mu.ll.Back()
-		it := el.Value.(*frontItem)
-		f.mu.ll.Remove(el)
-		delete(f.mu.items, it.key)
-		f.mu.bytes -= int64(len(it.val))
-		f.ctr.frontEvictions.Add(1)
-	}
+	f.lru.Add(key, v, int64(len(v)))
 }
 
 func (f *frontLRU) size() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.mu.bytes
+	return f.lru.Cost()
 }
