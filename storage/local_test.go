@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -419,5 +421,57 @@ func TestLocalKeptFileDeletedOrReplaced(t *testing.T) {
 	}
 	if _, err := l.ReadAt(ctx, "part-1.parquet", buf, 0); err != nil || string(buf) != "newer" {
 		t.Fatalf("read after the replacement: %q %v, want the new file", buf, err)
+	}
+}
+
+// openFDs counts this process's open descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatalf("counting descriptors: %v", err)
+	}
+	return len(ents)
+}
+
+// The kept data files are bounded (fdCacheSize, least recently used
+// closed first) while many readers read many files at once, each read
+// returns its own file's bytes (a descriptor evicted while read is closed
+// by its last reader, not under it), and Close closes them all.
+func TestLocalKeptFilesBounded(t *testing.T) {
+	l, dir := newLocal(t)
+	const files = 3 * fdCacheSize
+	for i := range files {
+		name := filepath.Join(dir, "part-"+strconv.Itoa(i)+".parquet")
+		if err := os.WriteFile(name, []byte("contents of file "+strconv.Itoa(i)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := openFDs(t)
+	bounded(t, "concurrent reads", func() {
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for round := range 3 {
+					for i := range files {
+						k := (i*7 + g*31 + round) % files
+						want := "contents of file " + strconv.Itoa(k)
+						buf := make([]byte, len(want))
+						if _, err := l.ReadAt(context.Background(), "part-"+strconv.Itoa(k)+".parquet", buf, 0); err != nil || string(buf) != want {
+							t.Errorf("file %d: %q, %v; want %q", k, buf, err, want)
+							return
+						}
+					}
+				}
+			})
+		}
+		wg.Wait()
+	})
+	if n := openFDs(t) - before; n > fdCacheSize || n < fdCacheSize/2 {
+		t.Errorf("%d more descriptors open after reading %d files, want about %d (the bound)", n, files, fdCacheSize)
+	}
+	l.Close()
+	if n := openFDs(t) - before; n > 0 {
+		t.Errorf("%d more descriptors open after Close, want 0", n)
 	}
 }

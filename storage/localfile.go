@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/deltafs/deltafs/internal/lru"
 )
 
 // Reading local files safely. A table directory (or an import's source
@@ -257,8 +259,7 @@ func StatLocalFile(path string) (fs.FileInfo, error) {
 // FileRef.ID check catches the change), as when nothing is kept.
 type fdCache struct {
 	mu    sync.Mutex
-	files map[string]*fdEntry // guarded by mu
-	order []*fdEntry          // guarded by mu; least recently used first
+	files *lru.Cache[string, *fdEntry] // guarded by mu; nil until the first open
 }
 
 const fdCacheSize = 128
@@ -274,9 +275,7 @@ type fdEntry struct {
 // with put.
 func (c *fdCache) get(key string, open func() (*localFile, error)) (*fdEntry, error) {
 	c.mu.Lock()
-	if e, ok := c.files[key]; ok {
-		e.refs++
-		c.touch(e)
+	if e, ok := c.lookup(key); ok {
 		c.mu.Unlock()
 		return e, nil
 	}
@@ -287,38 +286,36 @@ func (c *fdCache) get(key string, open func() (*localFile, error)) (*fdEntry, er
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.files[key]; ok { // opened meanwhile by another reader
+	if e, ok := c.lookup(key); ok { // opened meanwhile by another reader
 		lf.Close()
-		e.refs++
-		c.touch(e)
 		return e, nil
 	}
 	if c.files == nil {
-		c.files = map[string]*fdEntry{}
+		c.files = lru.New(fdCacheSize, func(_ string, old *fdEntry) { old.release() })
 	}
 	e := &fdEntry{key: key, lf: lf, refs: 1}
-	c.files[key] = e
-	c.order = append(c.order, e)
-	for len(c.order) > fdCacheSize {
-		old := c.order[0]
-		c.order = c.order[1:]
-		delete(c.files, old.key)
-		old.dropped = true
-		if old.refs == 0 {
-			old.lf.Close()
-		}
-	}
+	c.files.Add(key, e, 1)
 	return e, nil
 }
 
-// touch moves e to the most recent end. Called with c.mu held.
-func (c *fdCache) touch(e *fdEntry) {
-	for i, o := range c.order {
-		if o == e {
-			copy(c.order[i:], c.order[i+1:])
-			c.order[len(c.order)-1] = e
-			return
-		}
+// lookup returns key's kept file, taking a reference. Called with c.mu held.
+func (c *fdCache) lookup(key string) (*fdEntry, bool) {
+	if c.files == nil {
+		return nil, false
+	}
+	e, ok := c.files.Get(key)
+	if ok {
+		e.refs++
+	}
+	return e, ok
+}
+
+// release marks e out of the cache and closes it unless a reader still
+// uses it (the last one closes it). Called with fdCache.mu held.
+func (e *fdEntry) release() {
+	e.dropped = true
+	if e.refs == 0 {
+		e.lf.Close()
 	}
 }
 
@@ -329,14 +326,8 @@ func (c *fdCache) put(e *fdEntry, drop bool) {
 	defer c.mu.Unlock()
 	e.refs--
 	if drop && !e.dropped {
+		c.files.Remove(e.key)
 		e.dropped = true
-		delete(c.files, e.key)
-		for i, o := range c.order {
-			if o == e {
-				c.order = append(c.order[:i], c.order[i+1:]...)
-				break
-			}
-		}
 	}
 	if e.dropped && e.refs == 0 {
 		e.lf.Close()
@@ -347,32 +338,23 @@ func (c *fdCache) put(e *fdEntry, drop bool) {
 func (c *fdCache) closeAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, e := range c.order {
-		e.dropped = true
-		if e.refs == 0 {
-			e.lf.Close()
-		}
+	if c.files == nil {
+		return
 	}
-	c.files, c.order = nil, nil
+	for _, e := range c.files.All() {
+		e.release()
+	}
+	c.files = nil
 }
 
 // forget drops key's kept file (its path now names another file).
 func (c *fdCache) forget(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.files[key]
-	if !ok {
+	if c.files == nil {
 		return
 	}
-	e.dropped = true
-	delete(c.files, key)
-	for i, o := range c.order {
-		if o == e {
-			c.order = append(c.order[:i], c.order[i+1:]...)
-			break
-		}
-	}
-	if e.refs == 0 {
-		e.lf.Close()
+	if e, ok := c.files.Remove(key); ok {
+		e.release()
 	}
 }
