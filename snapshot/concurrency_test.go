@@ -2,6 +2,7 @@ package snapshot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -130,4 +131,84 @@ func TestAddFilesShared(t *testing.T) {
 		t.Errorf("only %d files shared between versions 9 and 10", shared)
 	}
 	_ = s15
+}
+
+// gatedStorage blocks reads of one key until open is closed, signalling
+// each read that arrives on entered.
+type gatedStorage struct {
+	*memStorage
+	key     string
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func (g *gatedStorage) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	if key == g.key {
+		g.entered <- struct{}{}
+		<-g.open
+	}
+	return g.memStorage.ReadAt(ctx, key, p, off)
+}
+
+// A request that gives up while its version is being built returns at
+// once with its own error (naming the table and the version); the build
+// goes on, and the next request for the version joins it rather than
+// building it again.
+func TestAbandonedBuildGoesOn(t *testing.T) {
+	f := newFakeLog(t)
+	f.simple(10)
+	tbl := mustOpen(t, f.st, Options{CachedCommitActions: 1}) // commits are read again
+	g := &gatedStorage{memStorage: f.st, key: commitKey(5), entered: make(chan struct{}, 4), open: make(chan struct{})}
+	tbl.st = g
+	before := f.st.readCount(commitKey(5))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	first := make(chan error, 1)
+	go func() {
+		_, err := tbl.Snapshot(ctx, 5)
+		first <- err
+	}()
+	select {
+	case <-g.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the build never read commit 5")
+	}
+	cancel()
+	select {
+	case err := <-first:
+		var e *Error
+		if !errors.Is(err, context.Canceled) || !errors.As(err, &e) || e.Version != 5 {
+			t.Fatalf("abandoned request: %v, want a version 5 *Error matching context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the abandoned request did not return")
+	}
+
+	second := make(chan *Snapshot, 1)
+	go func() {
+		s, err := tbl.Snapshot(context.Background(), 5)
+		if err != nil {
+			t.Error(err)
+		}
+		second <- s
+	}()
+	waitBuilders := time.Now().Add(10 * time.Second)
+	for tbl.builds.Waiters(5) != 1 {
+		if time.Now().After(waitBuilders) {
+			t.Fatal("the second request did not join the build")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(g.open)
+	select {
+	case s := <-second:
+		if s == nil || s.Version != 5 {
+			t.Fatalf("second request: %v", s)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the second request did not return")
+	}
+	if n := f.st.readCount(commitKey(5)) - before; n != 1 {
+		t.Errorf("commit 5 read %d times, want 1 (one build)", n)
+	}
 }

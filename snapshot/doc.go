@@ -53,7 +53,8 @@
 // else from that checkpoint, and applies only the commits after it.
 // AddFile values are interned by (path, deletion vector id) and content,
 // so versions that share a data file share its *AddFile. Concurrent
-// requests for one version build it once (singleflight).
+// requests for one version build it once (internal/flight); a request that
+// gives up leaves at once, and the build goes on for the next one.
 //
 // # Errors
 //

@@ -61,7 +61,7 @@ func (t *Table) deletedRows(ctx context.Context, v int64, f *AddFile) (*roaring6
 	dv := f.DeletionVector
 	id := dv.UniqueID()
 	t.mu.Lock()
-	bm, ok := t.dvs.get(id)
+	bm, ok := t.dvs.Get(id)
 	t.mu.Unlock()
 	if ok {
 		if err := checkCardinality(bm, dv, f.NumRecords); err != nil {
@@ -69,20 +69,19 @@ func (t *Table) deletedRows(ctx context.Context, v int64, f *AddFile) (*roaring6
 		}
 		return bm.Clone(), nil
 	}
-	r, err, _ := t.sf.Do("d"+id, func() (any, error) {
+	bm, _, err := t.dvReads.Do(ctx, id, func(ctx context.Context) (*roaring64.Bitmap, error) {
 		bm, key, err := t.loadDV(ctx, dv)
 		if err != nil {
 			return nil, t.err(v, key, fmt.Errorf("deletion vector of %s: %w", f.Path, err))
 		}
 		t.mu.Lock()
-		t.dvs.put(id, bm, 1)
+		t.dvs.Add(id, bm, 1)
 		t.mu.Unlock()
 		return bm, nil
 	})
 	if err != nil {
-		return nil, err
+		return nil, t.err(v, "", err) // as is when the load failed, this caller's context error otherwise
 	}
-	bm = r.(*roaring64.Bitmap)
 	if err := checkCardinality(bm, dv, f.NumRecords); err != nil {
 		return nil, t.err(v, "", fmt.Errorf("deletion vector of %s: %w", f.Path, err))
 	}

@@ -103,7 +103,7 @@ func (t *Table) versionInfos(ctx context.Context, lst *logListing) ([]VersionInf
 	for i, v := range todo {
 		if m, ok := t.infos[v]; ok {
 			metas[i], have[i] = m, true
-		} else if a, ok := t.commits.get(v); ok {
+		} else if a, ok := t.commits.Get(v); ok {
 			metas[i], have[i] = metaOf(a.CommitInfo, fileTime(lst, v)), true
 		}
 	}

@@ -6,14 +6,14 @@ import (
 	"errors"
 	"math"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/singleflight"
 
+	"github.com/deltafs/deltafs/internal/flight"
+	"github.com/deltafs/deltafs/internal/lru"
 	"github.com/deltafs/deltafs/storage"
 )
 
@@ -63,20 +63,26 @@ func (o *Options) fill() {
 type Table struct {
 	st     storage.Storage
 	opts   Options
-	sf     singleflight.Group // version builds ("v<n>"), checkpoint reads ("c<key>")
 	intern interner
+
+	// One call at a time per version build, checkpoint and deletion
+	// vector. A build goes on when its callers have left (Finish): its
+	// snapshot is cached, and the next request joins it.
+	builds    flight.Group[int64, *Snapshot]
+	ckptReads flight.Group[string, ckptRead]
+	dvReads   flight.Group[string, *roaring64.Bitmap]
 
 	listMu sync.Mutex // serialises listing the log (held during the List call)
 
 	mu      sync.Mutex
-	lst     *logListing                     // guarded by mu
-	commits *lru[int64, *actions]           // guarded by mu; parsed commits by version
-	ckpts   *lru[string, *checkpointState]  // guarded by mu; by first file key
-	snaps   *lru[int64, *Snapshot]          // guarded by mu
-	infos   map[int64]versionMeta           // guarded by mu; for Versions
-	dvs     *lru[string, *roaring64.Bitmap] // guarded by mu; by storage key + DV id
-	ict     ictConfig                       // guarded by mu
-	vcache  versionsCache                   // guarded by mu
+	lst     *logListing                           // guarded by mu
+	commits *lru.Cache[int64, *actions]           // guarded by mu; parsed commits by version, cost: lines
+	ckpts   *lru.Cache[string, *checkpointState]  // guarded by mu; by first file key, cost: adds+1
+	snaps   *lru.Cache[int64, *Snapshot]          // guarded by mu; cost 1
+	infos   map[int64]versionMeta                 // guarded by mu; for Versions
+	dvs     *lru.Cache[string, *roaring64.Bitmap] // guarded by mu; by storage key + DV id, cost 1
+	ict     ictConfig                             // guarded by mu
+	vcache  versionsCache                         // guarded by mu
 	// hints are the _last_checkpoint contents read so far, by the
 	// version they describe (checkpoints are cross-checked against them).
 	hints map[int64]lastCheckpointHint // guarded by mu
@@ -107,11 +113,12 @@ func OpenWithOptions(ctx context.Context, st storage.Storage, opts Options) (*Ta
 	t := &Table{
 		st:        st,
 		opts:      opts,
-		commits:   newLRU[int64, *actions](opts.CachedCommitActions),
-		ckpts:     newLRU[string, *checkpointState](opts.CachedCheckpointAdds),
-		snaps:     newLRU[int64, *Snapshot](opts.CachedSnapshots),
+		builds:    flight.Group[int64, *Snapshot]{Finish: true},
+		commits:   lru.New[int64, *actions](int64(opts.CachedCommitActions), nil),
+		ckpts:     lru.New[string, *checkpointState](int64(opts.CachedCheckpointAdds), nil),
+		snaps:     lru.New[int64, *Snapshot](int64(opts.CachedSnapshots), nil),
 		infos:     map[int64]versionMeta{},
-		dvs:       newLRU[string, *roaring64.Bitmap](opts.CachedDeletionVectors),
+		dvs:       lru.New[string, *roaring64.Bitmap](int64(opts.CachedDeletionVectors), nil),
 		ict:       ictConfig{since: -1},
 		hints:     map[int64]lastCheckpointHint{},
 		hintRead:  -1,
@@ -255,7 +262,7 @@ func (t *Table) readNewHint(ctx context.Context, l *logListing) {
 func (t *Table) forgetChanged(changed []logFile) {
 	for _, f := range changed {
 		if f.Kind == kindCommit {
-			t.commits.remove(f.Version)
+			t.commits.Remove(f.Version)
 			delete(t.infos, f.Version)
 		}
 		for key := range t.untrusted {
@@ -263,8 +270,8 @@ func (t *Table) forgetChanged(changed []logFile) {
 				delete(t.untrusted, key)
 			}
 		}
-		t.ckpts.removeIf(func(key string) bool { return parseLogPath(key).Version == f.Version })
-		t.snaps.removeIf(func(v int64) bool { return v >= f.Version })
+		t.ckpts.RemoveFunc(func(key string, _ *checkpointState) bool { return parseLogPath(key).Version == f.Version })
+		t.snaps.RemoveFunc(func(v int64, _ *Snapshot) bool { return v >= f.Version })
 		t.vcache = versionsCache{}
 	}
 }
@@ -335,31 +342,27 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 		return nil, t.err(-1, "", because(ErrVersionNotFound, "no version %d", version))
 	}
 	t.mu.Lock()
-	s, ok := t.snaps.get(version)
+	s, ok := t.snaps.Get(version)
 	t.mu.Unlock()
 	if ok {
 		return s, nil
 	}
-	ch := t.sf.DoChan("v"+strconv.FormatInt(version, 10), func() (any, error) {
+	s, _, err := t.builds.Do(ctx, version, func(ctx context.Context) (*Snapshot, error) {
 		// A build that ended between the lookup above and this flight
 		// has cached its snapshot: every caller gets that one.
 		t.mu.Lock()
-		s, ok := t.snaps.get(version)
+		s, ok := t.snaps.Get(version)
 		t.mu.Unlock()
 		if ok {
 			return s, nil
 		}
-		return t.build(context.WithoutCancel(ctx), version)
+		return t.build(ctx, version)
 	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Val.(*Snapshot), nil
-	case <-ctx.Done():
-		return nil, t.err(version, "", ctx.Err())
+	if err != nil && ctx.Err() != nil {
+		// This caller gave up (the build goes on: Finish).
+		return nil, t.err(version, "", err)
 	}
+	return s, err
 }
 
 // build reconstructs version v: choose the segment, start from the best
@@ -492,7 +495,7 @@ func (t *Table) finish(v int64, st *state, ci *CommitInfo, lst *logListing) (*Sn
 	}
 	s.Timestamp = t.commitTime(v, ci, lst)
 	t.mu.Lock()
-	t.snaps.put(v, s, 1)
+	t.snaps.Add(v, s, 1)
 	t.mu.Unlock()
 	return s, nil
 }
@@ -563,11 +566,11 @@ func (t *Table) cachedStart(seg *segment) *Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var best *Snapshot
-	t.snaps.each(func(v int64, s *Snapshot) {
+	for v, s := range t.snaps.All() {
 		if v >= seg.Base() && v < seg.Version && (best == nil || v > best.Version) {
 			best = s
 		}
-	})
+	}
 	return best
 }
 
@@ -576,16 +579,12 @@ func (t *Table) cachedStart(seg *segment) *Snapshot {
 func (t *Table) checkpoint(ctx context.Context, c checkpointRef) (*checkpointState, string, error) {
 	key := c.Key()
 	t.mu.Lock()
-	cs, ok := t.ckpts.get(key)
+	cs, ok := t.ckpts.Get(key)
 	t.mu.Unlock()
 	if ok {
 		return cs, "", nil
 	}
-	type result struct {
-		cs   *checkpointState
-		file string
-	}
-	r, err, _ := t.sf.Do("c"+key, func() (any, error) {
+	r, _, err := t.ckptReads.Do(ctx, key, func(ctx context.Context) (ckptRead, error) {
 		cs, file, err := readCheckpoint(ctx, t.st, c)
 		if err == nil {
 			t.mu.Lock()
@@ -601,18 +600,24 @@ func (t *Table) checkpoint(ctx context.Context, c checkpointRef) (*checkpointSta
 			if file == "" {
 				file = key
 			}
-			return result{file: file}, err
+			return ckptRead{file: file}, err
 		}
 		for i, a := range cs.Adds {
 			cs.Adds[i] = t.intern.intern(a)
 		}
 		t.mu.Lock()
-		t.ckpts.put(key, cs, len(cs.Adds)+1)
+		t.ckpts.Add(key, cs, int64(len(cs.Adds))+1)
 		t.mu.Unlock()
-		return result{cs: cs}, nil
+		return ckptRead{cs: cs}, nil
 	})
-	res, _ := r.(result)
-	return res.cs, res.file, err
+	return r.cs, r.file, err
+}
+
+// ckptRead is the result of reading a checkpoint: its state, or the key of
+// the file at fault.
+type ckptRead struct {
+	cs   *checkpointState
+	file string
 }
 
 // loadJSON parses commit and compaction files (cached by commit version),
@@ -624,7 +629,7 @@ func (t *Table) loadJSON(ctx context.Context, v int64, files []logFile) ([]*acti
 	t.mu.Lock()
 	for i, f := range files {
 		if f.Kind == kindCommit {
-			if a, ok := t.commits.get(f.Version); ok {
+			if a, ok := t.commits.Get(f.Version); ok {
 				out[i] = a
 				continue
 			}
@@ -663,7 +668,7 @@ func (t *Table) loadJSON(ctx context.Context, v int64, files []logFile) ([]*acti
 	t.mu.Lock()
 	for _, i := range missing {
 		if files[i].Kind == kindCommit {
-			t.commits.put(files[i].Version, out[i], out[i].Lines)
+			t.commits.Add(files[i].Version, out[i], max(int64(out[i].Lines), 1))
 		}
 	}
 	t.mu.Unlock()
