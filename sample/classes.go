@@ -54,7 +54,7 @@ func (v *Version) classWidth(ctx context.Context, r *resolved, l *layout) (int, 
 		}
 		if !ok {
 			key := f.Path + "\x00" + f.DeletionVector.UniqueID() + "\x00" + r.class.phys
-			got, err := v.s.widths.get(key, func() (*classRange, error) {
+			got, err := v.s.widths.get(ctx, key, func(ctx context.Context) (*classRange, error) {
 				var cr classRange
 				err := v.s.opts.Rows.Columns(ctx, v.snap, f, []string{r.class.name}, func(b *scan.Batch) error {
 					col := &b.Cols[0]

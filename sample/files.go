@@ -77,7 +77,7 @@ func (v *Version) fileSamples(ctx context.Context, r *resolved, l *layout, i int
 		return nil, v.fileErr(f.Path, err)
 	}
 	key := fileKey(f, ref, r, v.schemaID())
-	fs, err := v.s.files.get(key, func() (*fileSamples, error) {
+	fs, err := v.s.files.get(ctx, key, func(ctx context.Context) (*fileSamples, error) {
 		fs, built, err := v.cachedIndex(ctx, r, f, ref)
 		if err != nil {
 			return nil, err

@@ -1,10 +1,11 @@
 package sample
 
 import (
-	"container/list"
 	"context"
-	"errors"
 	"sync"
+
+	"github.com/deltafs/deltafs/internal/flight"
+	"github.com/deltafs/deltafs/internal/lru"
 )
 
 // CacheKey names one cached unit of bytes derived from a data file. It
@@ -28,92 +29,60 @@ type BlobCache interface {
 	Get(ctx context.Context, key CacheKey, fetch func(ctx context.Context) ([]byte, error)) ([]byte, error)
 }
 
-// MemCache is a strict LRU of byte slices bounded by their total length,
-// with fetches coalesced per key. Safe for concurrent use.
+// MemCache is a strict LRU of byte slices bounded by their total length
+// (plus memEntryOverhead each), with fetches coalesced per key. Safe for
+// concurrent use.
 type MemCache struct {
-	max int64
-
 	mu      sync.Mutex
-	size    int64                      // guarded by mu
-	ll      *list.List                 // guarded by mu; front = most recent
-	items   map[CacheKey]*list.Element // guarded by mu
-	flights map[CacheKey]*flight       // guarded by mu
+	lru     *lru.Cache[CacheKey, []byte] // guarded by mu
+	flights flight.Group[CacheKey, []byte]
 }
 
-type lruItem struct {
-	key CacheKey
-	val []byte
-}
-
-type flight struct {
-	done chan struct{}
-	val  []byte
-	err  error
-}
+// memEntryOverhead is what an entry is counted beyond its bytes: its key
+// and bookkeeping.
+const memEntryOverhead = 64
 
 // NewMemCache returns an LRU holding at most maxBytes (≤ 0: nothing is
 // kept, fetches are still coalesced).
 func NewMemCache(maxBytes int64) *MemCache {
-	return &MemCache{max: maxBytes, ll: list.New(), items: map[CacheKey]*list.Element{}, flights: map[CacheKey]*flight{}}
+	return &MemCache{lru: lru.New[CacheKey, []byte](maxBytes, nil)}
 }
 
-// Get implements BlobCache.
+// Get implements BlobCache. Concurrent Gets of a missing key share one
+// fetch (internal/flight): it runs with a context that keeps ctx's values
+// and ends only when every Get waiting for it has left; a Get whose ctx
+// ends leaves at once. A failed fetch is not kept.
 func (c *MemCache) Get(ctx context.Context, key CacheKey, fetch func(ctx context.Context) ([]byte, error)) ([]byte, error) {
-	c.mu.Lock()
-	if el, ok := c.items[key]; ok {
-		c.ll.MoveToFront(el)
-		v := el.Value.(*lruItem).val
-		c.mu.Unlock()
+	if v, ok := c.get(key); ok {
 		return v, nil
 	}
-	if f, ok := c.flights[key]; ok {
-		c.mu.Unlock()
-		select {
-		case <-f.done:
-			if f.err != nil && ctx.Err() == nil && (errors.Is(f.err, context.Canceled) || errors.Is(f.err, context.DeadlineExceeded)) {
-				// The fetching caller gave up, not us: try again.
-				return c.Get(ctx, key, fetch)
-			}
-			return f.val, f.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
+	v, _, err := c.flights.Do(ctx, key, func(ctx context.Context) ([]byte, error) {
+		// A fetch that ended between the lookup above and this one has
+		// stored its bytes.
+		if v, ok := c.get(key); ok {
+			return v, nil
 		}
-	}
-	f := &flight{done: make(chan struct{})}
-	c.flights[key] = f
-	c.mu.Unlock()
-
-	f.val, f.err = fetch(ctx)
-	c.mu.Lock()
-	delete(c.flights, key)
-	if f.err == nil {
-		c._add(key, f.val)
-	}
-	c.mu.Unlock()
-	close(f.done)
-	return f.val, f.err
+		v, err := fetch(ctx)
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		c.lru.Add(key, v, int64(len(v))+memEntryOverhead)
+		c.mu.Unlock()
+		return v, nil
+	})
+	return v, err
 }
 
-// _add stores a value; call with mu held.
-func (c *MemCache) _add(key CacheKey, val []byte) {
-	n := int64(len(val)) + 64
-	if n > c.max {
-		return
-	}
-	c.items[key] = c.ll.PushFront(&lruItem{key, val})
-	c.size += n
-	for c.size > c.max {
-		el := c.ll.Back()
-		it := el.Value.(*lruItem)
-		c.ll.Remove(el)
-		delete(c.items, it.key)
-		c.size -= int64(len(it.val)) + 64
-	}
+func (c *MemCache) get(key CacheKey) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Get(key)
 }
 
 // Len is the number of cached entries and their bytes.
 func (c *MemCache) Len() (entries int, bytes int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.ll.Len(), c.size
+	return c.lru.Len(), c.lru.Cost()
 }

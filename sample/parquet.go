@@ -1,7 +1,6 @@
 package sample
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding"
 
+	"github.com/deltafs/deltafs/internal/flight"
+	"github.com/deltafs/deltafs/internal/lru"
 	"github.com/deltafs/deltafs/internal/pqcheck"
 	"github.com/deltafs/deltafs/storage"
 )
@@ -36,16 +37,15 @@ import (
 type PageFetcher struct {
 	st        storage.Storage
 	cache     BlobCache
-	max       int
 	readAhead int
 	pf        Prefetcher // nil: no read-ahead
 	coalesce  bool
 
 	ids sync.Map // storage key -> identity string (Identify)
 
-	mu    sync.Mutex
-	files map[string]*list.Element // guarded by mu; key -> *openFile
-	ll    *list.List               // guarded by mu; front = most recent
+	mu      sync.Mutex
+	files   *lru.Cache[string, *openFile] // guarded by mu; opened files by key and identity, cost 1
+	opening flight.Group[string, *openFile]
 
 	bytesRead atomic.Int64
 	reads     atomic.Int64
@@ -85,7 +85,7 @@ func NewPageFetcher(st storage.Storage, opts PageFetcherOptions) *PageFetcher {
 	if opts.MaxOpenFiles <= 0 {
 		opts.MaxOpenFiles = 64
 	}
-	p := &PageFetcher{st: st, cache: opts.Cache, max: opts.MaxOpenFiles, readAhead: opts.ReadAhead, coalesce: opts.Coalesce, files: map[string]*list.Element{}, ll: list.New()}
+	p := &PageFetcher{st: st, cache: opts.Cache, readAhead: opts.ReadAhead, coalesce: opts.Coalesce, files: lru.New[string, *openFile](int64(opts.MaxOpenFiles), nil)}
 	if pf, ok := opts.Cache.(Prefetcher); ok && opts.ReadAhead > 0 {
 		p.pf = pf
 	}
@@ -107,12 +107,9 @@ func (p *PageFetcher) Stats() FetchStats {
 }
 
 type openFile struct {
-	key   string
-	ready chan struct{} // closed when f/err are set
 	f     *parquet.File
 	pq    *pqcheck.File // f's checked footer
-	err   error
-	start []int64 // first row of each row group; start[len] = rows
+	start []int64       // first row of each row group; start[len] = rows
 
 	mu      sync.Mutex
 	ahead   map[string]int        // guarded by mu; column chunk -> last page offered to read-ahead
@@ -158,60 +155,50 @@ func (c countingReader) ReadAt(b []byte, off int64) (int, error) {
 	return n, err
 }
 
+// open returns ref's open file, opening it (once for concurrent callers,
+// internal/flight) on a miss. A failure is not kept: the next read tries
+// again.
 func (p *PageFetcher) open(ctx context.Context, ref FileRef) (*openFile, error) {
 	fk := ref.Key + "\x00" + ref.ID // a replaced object is another file
-	p.mu.Lock()
-	if el, ok := p.files[fk]; ok {
-		p.ll.MoveToFront(el)
-		of := el.Value.(*openFile)
-		p.mu.Unlock()
-		select {
-		case <-of.ready:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if of.err != nil {
-			return nil, of.err
-		}
+	if of, ok := p.openedFile(fk); ok {
 		return of, nil
 	}
-	of := &openFile{key: fk, ready: make(chan struct{})}
-	p.files[fk] = p.ll.PushFront(of)
-	for p.ll.Len() > p.max {
-		el := p.ll.Back()
-		p.ll.Remove(el)
-		delete(p.files, el.Value.(*openFile).key)
-	}
-	p.mu.Unlock()
-
-	size := ref.Size
-	if size <= 0 {
-		info, err := p.st.Stat(ctx, ref.Key)
-		if err == nil {
+	of, _, err := p.opening.Do(ctx, fk, func(ctx context.Context) (*openFile, error) {
+		// An open that ended between the lookup above and this one has
+		// kept its file.
+		if of, ok := p.openedFile(fk); ok {
+			return of, nil
+		}
+		size := ref.Size
+		if size <= 0 {
+			info, err := p.st.Stat(ctx, ref.Key)
+			if err != nil {
+				return nil, err
+			}
 			size = info.Size
 		}
-		of.err = err
-	}
-	if of.err == nil {
-		of.f, of.pq, of.err = p.openParquet(ctx, ref, size)
-	}
-	if of.err == nil {
-		rgs := of.f.RowGroups()
-		of.start = make([]int64, len(rgs)+1)
+		f, pq, err := p.openParquet(ctx, ref, size)
+		if err != nil {
+			return nil, err
+		}
+		rgs := f.RowGroups()
+		of := &openFile{f: f, pq: pq, start: make([]int64, len(rgs)+1)}
 		for i, rg := range rgs {
 			of.start[i+1] = of.start[i] + rg.NumRows()
 		}
-	} else {
-		// Do not keep failures: the next read tries again.
 		p.mu.Lock()
-		if el, ok := p.files[fk]; ok && el.Value.(*openFile) == of {
-			p.ll.Remove(el)
-			delete(p.files, fk)
-		}
+		p.files.Add(fk, of, 1)
 		p.mu.Unlock()
-	}
-	close(of.ready)
-	return of, of.err
+		return of, nil
+	})
+	return of, err
+}
+
+// openedFile returns the kept open file of key fk.
+func (p *PageFetcher) openedFile(fk string) (*openFile, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.files.Get(fk)
 }
 
 // openParquet opens a data file from its tail (footer and page index),
@@ -508,13 +495,19 @@ func (b *pageBatch) get(ctx context.Context, j int) ([]byte, error) {
 	} else {
 		b.mu.Unlock()
 	}
-	<-b.done
+	select {
+	case <-b.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 	if buf, ok := b.bufs[j]; ok {
 		return buf, nil
 	}
-	if b.err != nil {
+	if b.err != nil && (ctx.Err() != nil || !errors.Is(b.err, context.Canceled) && !errors.Is(b.err, context.DeadlineExceeded)) {
 		return nil, b.err
 	}
+	// Not in the batch, or the batch's reader gave up (its context, not
+	// ours): read the page alone.
 	r := b.ranges[j]
 	return readExact(countingReader{b.p, b.key}, r.Off, r.Len)
 }

@@ -209,7 +209,7 @@ func (s *Samples) VersionAt(ctx context.Context, ts time.Time) (int64, error) {
 
 // Version returns version v, building its snapshot on first use.
 func (s *Samples) Version(ctx context.Context, v int64) (*Version, error) {
-	ver, err := s.versions.get(v, func() (*Version, error) {
+	ver, err := s.versions.get(ctx, v, func(ctx context.Context) (*Version, error) {
 		snap, err := s.opts.Table.Snapshot(ctx, v)
 		if err != nil {
 			// Snapshot errors name the table and the version already.
