@@ -46,15 +46,13 @@ func New[K comparable, V any](maxCost int64, onEvict func(K, V)) *Cache[K, V] {
 }
 
 // Get returns k's value and makes it the most recently used.
-func (c *Cache[K, V]) Get(k K) (V, bool) {
-	e, ok := c.items[k]
-	if !ok {
-		var zero V
-		return zero, false
+func (c *Cache[K, V]) Get(k K) (v V, ok bool) {
+	if e := c.items[k]; e != nil {
+		c.unlink(e)
+		c.pushFront(e)
+		v, ok = e.val, true
 	}
-	c.unlink(e)
-	c.pushFront(e)
-	return e.val, true
+	return v, ok
 }
 
 // Add stores v under k (replacing k's value, if any) as the most recently
@@ -85,14 +83,12 @@ func (c *Cache[K, V]) Add(k K, v V, cost int64) bool {
 }
 
 // Remove drops k, returning its value, if cached.
-func (c *Cache[K, V]) Remove(k K) (V, bool) {
-	e, ok := c.items[k]
-	if !ok {
-		var zero V
-		return zero, false
+func (c *Cache[K, V]) Remove(k K) (v V, ok bool) {
+	if e := c.items[k]; e != nil {
+		c.drop(e)
+		v, ok = e.val, true
 	}
-	c.drop(e)
-	return e.val, true
+	return v, ok
 }
 
 // RemoveFunc drops every entry for which drop returns true.
