@@ -48,7 +48,8 @@ type mode interface {
 	// (Shard.SampleKey).
 	sampleKey(v *Version, row int64) (column, unit string)
 
-	// content is the bytes of live row li of segment sg.
+	// content is the bytes of live row li of segment sg, or the error the
+	// read answers: a FileError, a SampleError, or the request's end.
 	content(ctx context.Context, sh *Shard, sg *segment, li int) ([]byte, error)
 	// fill reads what content needs into the caches without encoding it.
 	fill(ctx context.Context, sh *Shard, sg *segment, li int) error

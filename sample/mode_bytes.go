@@ -39,9 +39,9 @@ func (m *bytesMode) columns() []*column {
 
 func (m *bytesMode) findsRows() bool { return false }
 
-func (m *bytesMode) ext() string               { return "" }
-func (m *bytesMode) size() int64               { return -1 }
-func (m *bytesMode) fileKey(v *Version) string { return "" }
+func (m *bytesMode) ext() string             { return "" }
+func (m *bytesMode) size() int64             { return -1 }
+func (m *bytesMode) fileKey(*Version) string { return "" }
 
 func (m *bytesMode) content(ctx context.Context, sh *Shard, sg *segment, li int) ([]byte, error) {
 	return m.value(ctx, sh, sg, li)
