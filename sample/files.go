@@ -108,11 +108,6 @@ func (v *Version) fileSamples(ctx context.Context, r *resolved, l *layout, i int
 	return fs, nil
 }
 
-// schemaID identifies the schema JSON samples are rendered with.
-func (v *Version) schemaID() string {
-	return strconv.Itoa(len(v.schemaJSON)) + ":" + hashString(string(v.schemaJSON))
-}
-
 // fileBuild is a file's sample metadata while it is built.
 type fileBuild struct {
 	v       *Version

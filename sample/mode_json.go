@@ -3,6 +3,7 @@ package sample
 import (
 	"context"
 	"fmt"
+	"strconv"
 
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -78,6 +79,11 @@ func (jsonMode) content(ctx context.Context, sh *Shard, sg *segment, li int) ([]
 func (m jsonMode) fill(ctx context.Context, sh *Shard, sg *segment, li int) error {
 	_, err := m.content(ctx, sh, sg, li)
 	return err
+}
+
+// schemaID identifies the schema JSON samples are rendered with.
+func (v *Version) schemaID() string {
+	return strconv.Itoa(len(v.schemaJSON)) + ":" + hashString(string(v.schemaJSON))
 }
 
 // renderJSON renders the live rows of f, one JSON object and "\n" each,
