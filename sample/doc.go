@@ -15,6 +15,15 @@
 //   - without a data column, the row as JSON: exactly what `deltafs cat`
 //     prints for it (scan.AppendJSON) plus "\n".
 //
+// Each of these modes is one type behind the mode interface (mode.go):
+// bytesMode (mode_bytes.go), imageMode (mode_image.go) and jsonMode
+// (mode_json.go). The Spec is resolved against each version's schema to
+// one of them, which checks that the spec fits the schema; from then on
+// the index, names, sizes, cache keys and reads ask the mode what a
+// sample's extension and size are, what a data file's index must measure
+// (value lengths and first bytes; nothing for images, whose size is
+// fixed; the rendered rows for JSON) and what bytes a sample holds.
+//
 // # Images
 //
 // PNGs are written with zlib *stored* (uncompressed) deflate blocks and

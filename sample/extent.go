@@ -1,9 +1,5 @@
 package sample
 
-import (
-	"strconv"
-)
-
 // SampleKey names the sample at pos by content identity, for caching each
 // sample's bytes as one unit (the disk-cache extents of package extents):
 // the data file and its size, the physical row, and what of the spec shapes
@@ -13,17 +9,7 @@ import (
 // callers that treat keys uniformly).
 func (sh *Shard) SampleKey(pos int) (CacheKey, error) {
 	sg, li := sh.seg(pos)
-	unit := strconv.FormatInt(sg.fs.row(li), 10)
-	var col string
-	switch sh.r.mode {
-	case modeImage:
-		col = sh.r.data.phys
-		unit += "/" + sh.r.format + "/" + sh.r.image.String()
-	case modeBytes:
-		col = sh.r.data.phys
-	case modeJSON:
-		col = "json:" + sh.v.schemaID()
-	}
+	col, unit := sh.r.mode.sampleKey(sh.v, sg.fs.row(li))
 	return CacheKey{Kind: "sample", File: sg.ref.Path, Version: sg.ref.identity(), Column: col, Unit: unit}, nil
 }
 

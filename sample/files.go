@@ -25,7 +25,7 @@ type fileSamples struct {
 	sizes   []uint32   // per sample; nil when the mode fixes the size
 	exts    []uint8    // index into extTab; nil when the mode fixes the extension
 	extTab  []string
-	jsonKey CacheKey // modeJSON: the rendered rows of the file
+	jsonKey CacheKey // jsonMode: the rendered rows of the file
 	mem     int64    // estimated bytes held
 }
 
@@ -51,20 +51,19 @@ func (fs *fileSamples) row(ord int) int64 {
 // answer themselves).
 func (fs *fileSamples) sizeOf(ord int) int64 { return int64(fs.sizes[ord]) }
 
+// ext is the extension of live row i's sample (modes with a fixed
+// extension answer themselves).
 func (fs *fileSamples) ext(r *resolved, i int) string {
 	if fs.exts == nil {
-		return r.ext
+		return r.mode.ext()
 	}
 	return fs.extTab[fs.exts[i]]
 }
 
-// fileKey is the memo key of a file's sample metadata.
-func fileKey(f *snapshot.AddFile, ref FileRef, r *resolved, schemaID string) string {
-	k := f.Path + "\x00" + ref.identity() + "\x00" + f.DeletionVector.UniqueID() + "\x00" + r.key
-	if r.mode == modeJSON {
-		k += "\x00" + schemaID
-	}
-	return k
+// fileKey is the memo key of a file's sample metadata; spec is
+// resolved.fileSpec.
+func fileKey(f *snapshot.AddFile, ref FileRef, spec string) string {
+	return f.Path + "\x00" + ref.identity() + "\x00" + f.DeletionVector.UniqueID() + "\x00" + spec
 }
 
 // fileSamples returns file i's sample metadata, building it on first use,
@@ -76,7 +75,7 @@ func (v *Version) fileSamples(ctx context.Context, r *resolved, l *layout, i int
 	if err != nil {
 		return nil, v.fileErr(f.Path, err)
 	}
-	key := fileKey(f, ref, r, v.schemaID())
+	key := fileKey(f, ref, r.fileSpec(v))
 	fs, err := v.s.files.get(ctx, key, func(ctx context.Context) (*fileSamples, error) {
 		fs, built, err := v.cachedIndex(ctx, r, f, ref)
 		if err != nil {
@@ -109,15 +108,29 @@ func (v *Version) fileSamples(ctx context.Context, r *resolved, l *layout, i int
 	return fs, nil
 }
 
-// schemaID identifies the schema JSON samples are rendered with.
-func (v *Version) schemaID() string {
-	return strconv.Itoa(len(v.schemaJSON)) + ":" + hashString(string(v.schemaJSON))
+// fileBuild is a file's sample metadata while it is built.
+type fileBuild struct {
+	v       *Version
+	f       *snapshot.AddFile
+	fs      *fileSamples
+	rows    []uint32 // the live rows found so far, ascending
+	dense   bool     // rows so far are 0, 1, 2, ...
+	ids     idBuilder
+	scanned bool       // the rows were scanned (else the mode finds them)
+	vals    [][]string // the values of the mode's columns, live row by row
+}
+
+func (b *fileBuild) addRow(row int64) {
+	if b.dense && row != int64(len(b.rows)) {
+		b.dense = false
+	}
+	b.rows = append(b.rows, uint32(row))
 }
 
 func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFile, ref FileRef) (*fileSamples, error) {
 	fs := &fileSamples{ref: ref}
+	bd := &fileBuild{v: v, f: f, fs: fs, dense: true}
 	var cols []string
-	idAt, classAt, pathAt := -1, -1, -1
 	add := func(c *column) int {
 		if c == nil {
 			return -1
@@ -125,12 +138,14 @@ func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFil
 		cols = append(cols, c.name)
 		return len(cols) - 1
 	}
-	idAt, classAt = add(r.id), add(r.class)
-	var paths []string // modeBytes with a path column: each row's path
-	if r.mode == modeBytes {
-		pathAt = add(r.path)
+	idAt, classAt := add(r.id), add(r.class)
+	modeCols := r.mode.columns()
+	modeAt := len(cols)
+	for _, c := range modeCols {
+		add(c)
 	}
-	var ids idBuilder
+	bd.vals = make([][]string, len(modeCols))
+	ids := &bd.ids
 	switch {
 	case r.id == nil:
 		ids.col = idColumn{kind: idDerived, hash: pathHash(f.Path)}
@@ -140,18 +155,10 @@ func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFil
 		ids.col.kind = idStrings
 	}
 	var classes classIndex
-	var rows []uint32
-	dense := true // rows so far are 0, 1, 2, ...
-	addRow := func(row int64) {
-		if dense && row != int64(len(rows)) {
-			dense = false
-		}
-		rows = append(rows, uint32(row))
-	}
 	var tooMany error
 	batch := func(b *scan.Batch) error {
 		for i, row := range b.Rows {
-			addRow(row)
+			bd.addRow(row)
 			if idAt >= 0 {
 				v := &b.Cols[idAt]
 				switch {
@@ -174,13 +181,14 @@ func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFil
 				}
 				fs.class = append(fs.class, ci)
 			}
-			if pathAt >= 0 {
-				paths = append(paths, string(b.Cols[pathAt].Bytes(i)))
+			for k := range modeCols {
+				bd.vals[k] = append(bd.vals[k], string(b.Cols[modeAt+k].Bytes(i)))
 			}
 		}
 		return nil
 	}
-	if len(cols) > 0 || r.mode != modeJSON {
+	if len(cols) > 0 || !r.mode.findsRows() {
+		bd.scanned = true
 		if err := v.s.opts.Rows.Columns(ctx, v.snap, f, cols, batch); err != nil {
 			return nil, err
 		}
@@ -189,112 +197,17 @@ func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFil
 	if tooMany != nil {
 		return nil, tooMany
 	}
-	if r.mode == modeBytes {
-		if err := fs.sizeBytes(ctx, v.s.opts.Fetcher, r, rows, paths); err != nil {
-			return nil, err
-		}
+	if err := r.mode.index(ctx, bd); err != nil {
+		return nil, err
 	}
-	if r.mode == modeJSON {
-		fs.jsonKey = CacheKey{Kind: "json", File: f.Path, Version: ref.identity(), Column: v.schemaID(), Unit: f.DeletionVector.UniqueID()}
-		blob, jrows, err := v.renderJSON(ctx, f)
-		if err != nil {
-			return nil, err
-		}
-		if len(cols) == 0 {
-			for _, row := range jrows {
-				addRow(row)
-				ids.n++
-			}
-		} else if len(jrows) != len(rows) {
-			return nil, fmt.Errorf("scan gave %d rows, JSON scan %d", len(rows), len(jrows))
-		}
-		fs.sizes = make([]uint32, len(jrows))
-		for j := range jrows {
-			fs.sizes[j] = uint32(len(blobValue(blob, j)))
-		}
-		// Keep the rendering cached: reads will want it soon.
-		_, _ = v.s.opts.Cache.Get(ctx, fs.jsonKey, func(context.Context) ([]byte, error) { return blob, nil })
-	}
-	fs.n = len(rows)
-	if !dense {
-		fs.rows = clip(rows)
+	fs.n = len(bd.rows)
+	if !bd.dense {
+		fs.rows = clip(bd.rows)
 	}
 	fs.ids = ids.done()
 	fs.class = clip(fs.class)
 	fs.mem = fs.size()
 	return fs, nil
-}
-
-// sizeBytes takes each live row's size and extension from the data column,
-// read page by page through the fetcher (Fetcher.Values): the pages decoded
-// here stay in the cache (and feed read-ahead), so a cold epoch reads the
-// data column from storage once, not once for the index and again for the
-// samples.
-func (fs *fileSamples) sizeBytes(ctx context.Context, fetcher Fetcher, r *resolved, rows []uint32, paths []string) error {
-	fs.sizes = make([]uint32, 0, len(rows))
-	fs.exts = make([]uint8, 0, len(rows))
-	extIdx := map[string]uint8{}
-	next := 0 // the next live row's ordinal
-	err := fetcher.Values(ctx, fs.ref, r.data.phys, func(row int64, data []byte) error {
-		if next >= len(rows) || int64(rows[next]) != row {
-			return nil // a deleted row
-		}
-		fs.sizes = append(fs.sizes, uint32(len(data)))
-		ext := sniffExt(data)
-		if ext == "" && paths != nil {
-			ext = pathExt(paths[next])
-		}
-		if ext == "" {
-			ext = ".bin"
-		}
-		ei, seen := extIdx[ext]
-		if !seen {
-			if len(fs.extTab) == 255 {
-				ext, ei = ".bin", extIdx[".bin"]
-			} else {
-				ei = uint8(len(fs.extTab))
-				extIdx[ext] = ei
-				fs.extTab = append(fs.extTab, ext)
-			}
-		}
-		fs.exts = append(fs.exts, ei)
-		next++
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	if next != len(rows) {
-		return fmt.Errorf("the data column has %d of the %d live rows", next, len(rows))
-	}
-	return nil
-}
-
-// renderJSON renders the live rows of f, one JSON object and "\n" each,
-// packed as a blob, with their physical row indexes.
-func (v *Version) renderJSON(ctx context.Context, f *snapshot.AddFile) ([]byte, []int64, error) {
-	var vals [][]byte
-	var rows []int64
-	var buf []byte
-	var offs []int
-	err := v.s.opts.Rows.ScanJSON(ctx, v.snap, f, func(row int64, js []byte) {
-		offs = append(offs, len(buf))
-		buf = append(buf, js...)
-		buf = append(buf, '\n')
-		rows = append(rows, row)
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	vals = make([][]byte, len(offs))
-	for j, o := range offs {
-		end := len(buf)
-		if j+1 < len(offs) {
-			end = offs[j+1]
-		}
-		vals[j] = buf[o:end]
-	}
-	return packBlob(0, vals, nil), rows, nil
 }
 
 // size is the memory the metadata holds, in bytes.

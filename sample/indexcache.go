@@ -18,11 +18,8 @@ import (
 // indexFormat names the encoding below; change it when the encoding changes.
 const indexFormat = "idx2"
 
-func indexKey(f *snapshot.AddFile, ref FileRef, r *resolved, schemaID string) CacheKey {
-	spec := r.key
-	if r.mode == modeJSON {
-		spec += "\x00" + schemaID
-	}
+// indexKey is the cache key of a file's index; spec is resolved.fileSpec.
+func indexKey(f *snapshot.AddFile, ref FileRef, spec string) CacheKey {
 	return CacheKey{Kind: "index", File: f.Path, Version: ref.identity(),
 		Column: indexFormat + ":" + hashString(spec), Unit: f.DeletionVector.UniqueID()}
 }
@@ -282,7 +279,7 @@ func (fs *fileSamples) check() error {
 // cachedIndex returns a file's sample index from the BlobCache, building
 // (and storing) it on a miss. built reports whether it was built here.
 func (v *Version) cachedIndex(ctx context.Context, r *resolved, f *snapshot.AddFile, ref FileRef) (fs *fileSamples, built bool, err error) {
-	key := indexKey(f, ref, r, v.schemaID())
+	key := indexKey(f, ref, r.fileSpec(v))
 	var fresh *fileSamples
 	blob, err := v.s.opts.Cache.Get(ctx, key, func(ctx context.Context) ([]byte, error) {
 		b, err := v.buildFile(ctx, r, f, ref)

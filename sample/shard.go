@@ -79,7 +79,7 @@ func (sh *Shard) index(width int) error {
 	extSeen := map[string]bool{}
 	for _, sg := range sh.segs {
 		if sg.fs.exts == nil {
-			extSeen[r.ext] = true
+			extSeen[r.mode.ext()] = true
 		}
 		for _, e := range sg.fs.extTab {
 			extSeen[e] = true
@@ -417,8 +417,8 @@ func (sh *Shard) findStem(stem string) (int, bool) {
 
 // Size is the exact size of the sample at pos, in bytes.
 func (sh *Shard) Size(pos int) int64 {
-	if sh.r.mode == modeImage {
-		return sh.r.pngSize
+	if n := sh.r.mode.size(); n >= 0 {
+		return n
 	}
 	sg, li := sh.seg(pos)
 	return sg.fs.sizeOf(li)
@@ -507,8 +507,8 @@ func (sh *Shard) indexManifest() {
 
 // sizeAt is the size of live row li of segment sg's file.
 func (sh *Shard) sizeAt(sg *segment, li int) int64 {
-	if sh.r.mode == modeImage {
-		return sh.r.pngSize
+	if n := sh.r.mode.size(); n >= 0 {
+		return n
 	}
 	return sg.fs.sizeOf(li)
 }
@@ -581,71 +581,7 @@ func (sh *Shard) ReadAt(ctx context.Context, pos int, p []byte, off int64) (int,
 // and must not be modified.
 func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
 	sg, li := sh.seg(pos)
-	fs := sg.fs
-	s, ver := sh.v.s, sh.v.snap.Version
-	row := fs.row(li)
-	wrap := func(err error) error {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return sh.v.fileErr(sg.ref.Path, err)
-	}
-	switch sh.r.mode {
-	case modeJSON:
-		blob, err := s.opts.Cache.Get(ctx, fs.jsonKey, func(ctx context.Context) ([]byte, error) {
-			blob, _, err := sh.v.renderJSON(ctx, sg.add)
-			return blob, err
-		})
-		if err != nil {
-			return nil, wrap(err)
-		}
-		if blobLen(blob) != fs.n {
-			return nil, wrap(fmt.Errorf("rendered %d rows, indexed %d", blobLen(blob), fs.n))
-		}
-		return blobValue(blob, li), nil
-	case modeBytes:
-		data, err := s.opts.Fetcher.Value(ctx, sg.ref, sh.r.data.phys, row)
-		if err != nil {
-			return nil, wrap(err)
-		}
-		return data, nil
-	}
-	im := sh.r.image
-	key := CacheKey{Kind: "image", File: sg.ref.Path, Version: sg.ref.identity(), Column: sh.r.data.phys,
-		Unit: strconv.FormatInt(row, 10) + "/" + sh.r.format + "/" + im.String()}
-	var bad error
-	render := func(ctx context.Context) ([]byte, error) {
-		raw, err := s.opts.Fetcher.Value(ctx, sg.ref, sh.r.data.phys, row)
-		if err != nil {
-			return nil, wrap(err)
-		}
-		if int64(len(raw)) != im.Pixels() {
-			bad = &SampleError{Table: s.location(), Version: ver, Path: sg.ref.Path, Row: row,
-				Err: fmt.Errorf("column %s holds %d bytes, not %d for a %s image", sh.r.data.name, len(raw), im.Pixels(), im)}
-			return nil, bad
-		}
-		out := make([]byte, 0, sh.r.pngSize)
-		if sh.r.format == FormatPNM {
-			return im.EncodePNM(out, raw), nil
-		}
-		return im.EncodePNG(out, raw), nil
-	}
-	var data []byte
-	var err error
-	if sh.r.pngSize <= smallImage {
-		// Read whole by one FUSE request: caching would cost more than
-		// encoding again.
-		data, err = render(ctx)
-	} else {
-		data, err = s.rendered.Get(ctx, key, render)
-	}
-	if err != nil {
-		if bad != nil {
-			s.log.Error("sample fails with EIO: wrong pixel count", "err", bad)
-		}
-		return nil, err
-	}
-	return data, nil
+	return sh.r.mode.content(ctx, sh, sg, li)
 }
 
 // Fill reads what the sample at pos needs into the caches without encoding
@@ -653,23 +589,17 @@ func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
 // samples). It is how `deltafs warm` fills the disk cache ahead of a mount.
 func (sh *Shard) Fill(ctx context.Context, pos int) error {
 	sg, li := sh.seg(pos)
-	if sh.r.mode == modeJSON {
-		_, err := sh.Content(ctx, pos)
-		return err
-	}
-	if _, err := sh.v.s.opts.Fetcher.Value(ctx, sg.ref, sh.r.data.phys, sg.fs.row(li)); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return sh.v.fileErr(sg.ref.Path, err)
-	}
-	return nil
+	return sh.r.mode.fill(ctx, sh, sg, li)
 }
 
-// smallImage is the encoded size up to which a sample is not kept in the
-// rendered-image cache: the kernel reads it in one request, and then keeps
-// it in its page cache.
-const smallImage = 64 << 10
+// readErr is the error of a failed read of a sample of segment sg: the
+// request's own end as it is, else a FileError naming the data file.
+func (sh *Shard) readErr(ctx context.Context, sg *segment, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return sh.v.fileErr(sg.ref.Path, err)
+}
 
 // String describes the shard for logs.
 func (sh *Shard) String() string {

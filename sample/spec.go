@@ -46,17 +46,8 @@ func (s *Spec) Validate() error {
 	if s.Shards < 0 || s.Shards > 1<<16 {
 		return fmt.Errorf("--shards %d: want 1..65536", s.Shards)
 	}
-	switch s.ImageFormat {
-	case "", FormatPNG:
-	case FormatPNM:
-		if s.Image.H > 0 && s.Image.C != 1 && s.Image.C != 3 {
-			return fmt.Errorf("--image-format pnm needs 1 or 3 channels, not %d", s.Image.C)
-		}
-	default:
-		return fmt.Errorf("--image-format %q: want png or pnm", s.ImageFormat)
-	}
-	if s.ImageFormat != "" && s.Image.H == 0 {
-		return errors.New("--image-format needs --image")
+	if err := s.validateImage(); err != nil {
+		return err
 	}
 	switch s.Layout {
 	case "", LayoutBalanced, LayoutContiguous:
@@ -73,15 +64,6 @@ func (s *Spec) shards() int {
 	return s.Shards
 }
 
-// mode is what a sample file holds.
-type mode int
-
-const (
-	modeJSON  mode = iota // the row as JSON
-	modeBytes             // the data column's bytes
-	modeImage             // the data column's pixels, encoded
-)
-
 // column is a resolved column of one version's schema.
 type column struct {
 	name     string // logical
@@ -94,17 +76,12 @@ type column struct {
 
 // resolved is a Spec applied to one version's schema.
 type resolved struct {
-	mode    mode
-	layout  string  // LayoutBalanced or LayoutContiguous
-	id      *column // nil: derived ids
-	data    *column // nil in modeJSON
-	path    *column // a `path` string column, for extensions in modeBytes
-	class   *column // nil: no class folders
-	image   Image
-	format  string
-	pngSize int64
-	ext     string // fixed extension (image and JSON modes)
-	key     string // identity of what a file's sample metadata depends on
+	mode   mode    // what a sample holds (mode.go)
+	layout string  // LayoutBalanced or LayoutContiguous
+	id     *column // nil: derived ids
+	data   *column // nil: none (rows as JSON)
+	class  *column // nil: no class folders
+	key    string  // identity of what a file's sample metadata depends on
 }
 
 // NoData as Spec.DataColumn asks for rows as JSON even when the table has
@@ -122,7 +99,7 @@ func (s *Spec) resolve(snap *snapshot.Snapshot) (*resolved, error) {
 	for _, p := range snap.Metadata.PartitionColumns {
 		parts[p] = true
 	}
-	col := func(flag, name string, implicit bool) (*column, error) {
+	var col colFunc = func(flag, name string, implicit bool) (*column, error) {
 		f := schema.Field(name)
 		if f == nil {
 			if implicit {
@@ -150,60 +127,23 @@ func (s *Spec) resolve(snap *snapshot.Snapshot) (*resolved, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.DataColumn == NoData {
-		if s.Image.H > 0 {
-			return nil, errors.New("--image needs a data column")
+	switch s.DataColumn {
+	case NoData:
+	case "":
+		if bins := binaryColumns(schema); len(bins) == 1 {
+			r.data, _ = col("", bins[0], true)
 		}
-	} else if s.DataColumn != "" {
+	default:
 		if r.data, err = col("--data-column", s.DataColumn, false); err != nil {
 			return nil, err
 		}
-	} else {
-		var bins []string
-		for _, f := range schema.Fields {
-			if p, ok := f.Type.(*snapshot.PrimitiveType); ok && p.Name == "binary" {
-				bins = append(bins, f.Name)
-			}
-		}
-		if len(bins) == 1 {
-			r.data, _ = col("", bins[0], true)
-		} else if s.Image.H > 0 {
-			if len(bins) == 0 {
-				return nil, errors.New("--image: the table has no binary column; name one with --data-column")
-			}
-			return nil, fmt.Errorf("--image: the table has %d binary columns (%s); choose one with --data-column", len(bins), strings.Join(bins, ", "))
-		}
 	}
-	if r.data != nil {
-		if r.data.typ != "binary" && r.data.typ != "string" {
-			return nil, fmt.Errorf("data column %s is %s; it must be binary (or string)", r.data.name, r.data.typ)
-		}
-		if r.data.partKey {
-			return nil, fmt.Errorf("data column %s is a partition column", r.data.name)
-		}
+	if r.mode, err = s.newMode(schema, r.data, col); err != nil {
+		return nil, err
 	}
 	if s.ClassColumn != "" {
 		if r.class, err = col("--class-column", s.ClassColumn, false); err != nil {
 			return nil, err
-		}
-	}
-	switch {
-	case r.data == nil:
-		r.mode, r.ext = modeJSON, ".json"
-	case s.Image.H > 0:
-		r.mode, r.image, r.format = modeImage, s.Image, s.ImageFormat
-		if r.format == "" {
-			r.format = FormatPNG
-		}
-		if r.format == FormatPNG {
-			r.ext, r.pngSize = ".png", s.Image.PNGSize()
-		} else {
-			r.ext, r.pngSize = s.Image.pnmExt(), s.Image.PNMSize()
-		}
-	default:
-		r.mode = modeBytes
-		if f := schema.Field("path"); f != nil && f.Type.String() == "string" && r.data.name != "path" {
-			r.path, _ = col("", "path", true)
 		}
 	}
 	r.layout = s.Layout
@@ -225,8 +165,16 @@ func (r *resolved) identity() string {
 		}
 		return strconv.Quote(c.phys) + "/" + strconv.Quote(c.name)
 	}
-	return fmt.Sprintf("m%d id=%s data=%s path=%s class=%s", r.mode, name(r.id), name(r.data), name(r.path), name(r.class))
+	var path *column // the mode's column (only bytesMode has one: a `path`)
+	if cs := r.mode.columns(); len(cs) > 0 {
+		path = cs[0]
+	}
+	return fmt.Sprintf("%s id=%s data=%s path=%s class=%s", r.mode.identity(), name(r.id), name(r.data), name(path), name(r.class))
 }
+
+// fileSpec is what a file's sample metadata depends on besides the file
+// itself: the resolved spec and what the mode adds.
+func (r *resolved) fileSpec(v *Version) string { return r.key + r.mode.fileKey(v) }
 
 // Describe is the spec as resolved against a version's schema, for the log
 // line printed at mount.
@@ -241,14 +189,7 @@ func (s *Spec) Describe(snap *snapshot.Snapshot) (string, error) {
 	} else {
 		b.WriteString("id=<hash of data file>-<row>")
 	}
-	switch r.mode {
-	case modeJSON:
-		b.WriteString(" data=<row as JSON>")
-	case modeBytes:
-		fmt.Fprintf(&b, " data=%s (bytes, extension sniffed)", r.data.name)
-	case modeImage:
-		fmt.Fprintf(&b, " data=%s (raw %s pixels as %s, %d bytes each)", r.data.name, r.image, r.format, r.pngSize)
-	}
+	b.WriteString(" " + r.mode.describe())
 	if r.class != nil {
 		fmt.Fprintf(&b, " class=%s", r.class.name)
 	}

@@ -1,0 +1,98 @@
+package sample
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/deltafs/deltafs/snapshot"
+)
+
+// bytesMode: a sample is the value of a binary (or string) data column as
+// it is. Its extension is sniffed from the first bytes (sniffExt), else
+// taken from a `path` string column (pathExt), else ".bin"; sizes and
+// extensions are measured once, when a file is indexed.
+type bytesMode struct {
+	dataColumn
+	path *column // a `path` string column, for extensions; nil: none
+}
+
+func newBytesMode(schema *snapshot.StructType, data *column, col colFunc) *bytesMode {
+	m := &bytesMode{dataColumn: dataColumn{data: data}}
+	if f := schema.Field("path"); f != nil && f.Type.String() == "string" && data.name != "path" {
+		m.path, _ = col("", "path", true)
+	}
+	return m
+}
+
+func (m *bytesMode) identity() string { return "m1" }
+
+func (m *bytesMode) describe() string {
+	return fmt.Sprintf("data=%s (bytes, extension sniffed)", m.data.name)
+}
+
+func (m *bytesMode) columns() []*column {
+	if m.path == nil {
+		return nil
+	}
+	return []*column{m.path}
+}
+
+func (m *bytesMode) findsRows() bool { return false }
+
+func (m *bytesMode) ext() string             { return "" }
+func (m *bytesMode) size() int64             { return -1 }
+func (m *bytesMode) fileKey(*Version) string { return "" }
+
+func (m *bytesMode) content(ctx context.Context, sh *Shard, sg *segment, li int) ([]byte, error) {
+	return m.value(ctx, sh, sg, li)
+}
+
+// index takes each live row's size and extension from the data column,
+// read page by page through the fetcher (Fetcher.Values): the pages
+// decoded here stay in the cache (and feed read-ahead), so a cold epoch
+// reads the data column from storage once, not once for the index and
+// again for the samples.
+func (m *bytesMode) index(ctx context.Context, b *fileBuild) error {
+	fs, rows := b.fs, b.rows
+	var paths []string // each live row's path
+	if m.path != nil {
+		paths = b.vals[0]
+	}
+	fs.sizes = make([]uint32, 0, len(rows))
+	fs.exts = make([]uint8, 0, len(rows))
+	extIdx := map[string]uint8{}
+	next := 0 // the next live row's ordinal
+	err := b.v.s.opts.Fetcher.Values(ctx, fs.ref, m.data.phys, func(row int64, data []byte) error {
+		if next >= len(rows) || int64(rows[next]) != row {
+			return nil // a deleted row
+		}
+		fs.sizes = append(fs.sizes, uint32(len(data)))
+		ext := sniffExt(data)
+		if ext == "" && paths != nil {
+			ext = pathExt(paths[next])
+		}
+		if ext == "" {
+			ext = ".bin"
+		}
+		ei, seen := extIdx[ext]
+		if !seen {
+			if len(fs.extTab) == 255 {
+				ext, ei = ".bin", extIdx[".bin"]
+			} else {
+				ei = uint8(len(fs.extTab))
+				extIdx[ext] = ei
+				fs.extTab = append(fs.extTab, ext)
+			}
+		}
+		fs.exts = append(fs.exts, ei)
+		next++
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if next != len(rows) {
+		return fmt.Errorf("the data column has %d of the %d live rows", next, len(rows))
+	}
+	return nil
+}
