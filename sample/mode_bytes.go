@@ -76,8 +76,14 @@ func (m *bytesMode) index(ctx context.Context, b *fileBuild) error {
 		}
 		ei, seen := extIdx[ext]
 		if !seen {
-			if len(fs.extTab) == 255 {
-				ext, ei = ".bin", extIdx[".bin"]
+			if len(fs.extTab) >= 255 {
+				// One byte a sample: past 255 extensions in a file, the
+				// rest are named .bin (the last slot is kept for it).
+				if ei, seen = extIdx[".bin"]; !seen {
+					ei = uint8(len(fs.extTab))
+					extIdx[".bin"] = ei
+					fs.extTab = append(fs.extTab, ".bin")
+				}
 			} else {
 				ei = uint8(len(fs.extTab))
 				extIdx[ext] = ei

@@ -421,3 +421,25 @@ func TestManifestExact(t *testing.T) {
 		}
 	}
 }
+
+// TestManyExtensions: a file whose samples take more than 255 extensions
+// (from a path column) names the ones past the 255th .bin, never another
+// sample's extension.
+func TestManyExtensions(t *testing.T) {
+	tbl := memtable.New("id:long", "data:binary", "path:string")
+	var rows [][]any
+	for i := range 300 {
+		rows = append(rows, []any{int64(i), []byte("raw"), fmt.Sprintf("f.e%d", i)})
+	}
+	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: rows}}, nil, nil)
+	sh := shards(t, newSamples(t, tbl, sample.Spec{}), 0)[0]
+	for pos := range sh.Len() {
+		want := fmt.Sprintf("%d.e%d", pos, pos)
+		if pos >= 255 {
+			want = fmt.Sprintf("%d.bin", pos)
+		}
+		if sh.Name(pos) != want {
+			t.Fatalf("sample %d named %q, want %q", pos, sh.Name(pos), want)
+		}
+	}
+}
