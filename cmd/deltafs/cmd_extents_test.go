@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/deltafs/deltafs/extents"
 	"github.com/deltafs/deltafs/gds"
 	"github.com/deltafs/deltafs/internal/mounttest"
 )
@@ -40,7 +41,7 @@ func readSamples(t *testing.T, sd string) map[string][]byte {
 
 // preadExtent reads an extent from its cache file, failing the test when
 // the extent is not 4 KiB-aligned inside cacheDir or cannot be read whole.
-func preadExtent(t *testing.T, cacheDir string, e gds.Extent) []byte {
+func preadExtent(t *testing.T, cacheDir string, e extents.Extent) []byte {
 	t.Helper()
 	if !e.Aligned() || !strings.HasPrefix(e.Path, cacheDir+"/") {
 		t.Fatalf("extent %s: not 4 KiB-aligned inside the cache %s", e, cacheDir)
@@ -60,9 +61,9 @@ func preadExtent(t *testing.T, cacheDir string, e gds.Extent) []byte {
 // checkManifest reads the shard's _extents.tsv (which materialises the
 // shard) and checks that every sample is listed once and that its extent
 // holds exactly the sample file's bytes. It returns the extents.
-func checkManifest(t *testing.T, sd, cacheDir string, want map[string][]byte) []gds.ManifestEntry {
+func checkManifest(t *testing.T, sd, cacheDir string, want map[string][]byte) []extents.Entry {
 	t.Helper()
-	entries, err := gds.ReadManifestFile(filepath.Join(sd, gds.ManifestName))
+	entries, err := extents.ReadListFile(filepath.Join(sd, extents.ListName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,33 +80,33 @@ func checkManifest(t *testing.T, sd, cacheDir string, want map[string][]byte) []
 		if got := preadExtent(t, cacheDir, e.Extent); !bytes.Equal(got, w) {
 			t.Fatalf("%s: extent %s holds %d bytes that differ from the sample file's %d", e.Sample, e.Extent, len(got), len(w))
 		}
-		if e.Sum != gds.ChecksumOf(w) {
-			t.Fatalf("%s: manifest checksum %s, the sample file's CRC-32 is %s", e.Sample, e.Sum, gds.ChecksumOf(w))
+		if e.Sum != extents.ChecksumOf(w) {
+			t.Fatalf("%s: manifest checksum %s, the sample file's CRC-32 is %s", e.Sample, e.Sum, extents.ChecksumOf(w))
 		}
 	}
 	return entries
 }
 
 // xattrExtent reads a sample file's extent attribute.
-func xattrExtent(path string) (gds.Extent, error) {
+func xattrExtent(path string) (extents.Extent, error) {
 	buf := make([]byte, 4096)
-	n, err := unix.Getxattr(path, gds.XattrName, buf)
+	n, err := unix.Getxattr(path, extents.XattrName, buf)
 	for errors.Is(err, unix.EINTR) {
 		// The Go runtime's preemption signal interrupted the FUSE request
 		// (the mount answers EINTR, as it should): ask again.
-		n, err = unix.Getxattr(path, gds.XattrName, buf)
+		n, err = unix.Getxattr(path, extents.XattrName, buf)
 	}
 	if err != nil {
-		return gds.Extent{}, err
+		return extents.Extent{}, err
 	}
-	var e gds.Extent
+	var e extents.Extent
 	return e, e.UnmarshalText(buf[:n])
 }
 
 // checkXattrs checks every sample's extent attribute against its bytes.
-func checkXattrs(t *testing.T, sd, cacheDir string, want map[string][]byte) map[string]gds.Extent {
+func checkXattrs(t *testing.T, sd, cacheDir string, want map[string][]byte) map[string]extents.Extent {
 	t.Helper()
-	out := map[string]gds.Extent{}
+	out := map[string]extents.Extent{}
 	for p, w := range want {
 		e, err := xattrExtent(filepath.Join(sd, p))
 		if err != nil {
@@ -114,8 +115,8 @@ func checkXattrs(t *testing.T, sd, cacheDir string, want map[string][]byte) map[
 		if got := preadExtent(t, cacheDir, e); !bytes.Equal(got, w) {
 			t.Fatalf("%s: xattr extent %s holds bytes that differ from the sample file", p, e)
 		}
-		if e.Sum != gds.ChecksumOf(w) {
-			t.Fatalf("%s: xattr checksum %s, the sample file's CRC-32 is %s", p, e.Sum, gds.ChecksumOf(w))
+		if e.Sum != extents.ChecksumOf(w) {
+			t.Fatalf("%s: xattr checksum %s, the sample file's CRC-32 is %s", p, e.Sum, extents.ChecksumOf(w))
 		}
 		out[p] = e
 	}
@@ -157,7 +158,7 @@ func TestMountExtentsImages(t *testing.T) {
 			}
 		}
 		// The manifest is listed, and its size is right before any read.
-		fi, err := os.Stat(filepath.Join(sd, gds.ManifestName))
+		fi, err := os.Stat(filepath.Join(sd, extents.ListName))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,11 +168,11 @@ func TestMountExtentsImages(t *testing.T) {
 		}
 		names, err := d.Readdirnames(3) // unsorted: the mount's order
 		d.Close()
-		if err != nil || len(names) < 2 || names[0] != "_samples.tsv" || names[1] != gds.ManifestName {
+		if err != nil || len(names) < 2 || names[0] != "_samples.tsv" || names[1] != extents.ListName {
 			t.Fatalf("listing starts %v (%v), want the two manifests", names, err)
 		}
 		before := checkManifest(t, sd, cacheRoot(cacheDir), want)
-		if raw, _ := os.ReadFile(filepath.Join(sd, gds.ManifestName)); int64(len(raw)) != fi.Size() {
+		if raw, _ := os.ReadFile(filepath.Join(sd, extents.ListName)); int64(len(raw)) != fi.Size() {
 			t.Fatalf("manifest: %d bytes, stat said %d", len(raw), fi.Size())
 		}
 		xa := checkXattrs(t, sd, cacheRoot(cacheDir), want)
@@ -391,7 +392,7 @@ func TestMountExtentsUnreadableFile(t *testing.T) {
 	if err := os.Remove(filepath.Join(table.dir, paths[vanish])); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := gds.ReadManifestFile(filepath.Join(sd, gds.ManifestName))
+	entries, err := extents.ReadListFile(filepath.Join(sd, extents.ListName))
 	if err != nil {
 		t.Fatalf("manifest with one vanished data file: %v", err)
 	}
@@ -429,11 +430,11 @@ func TestMountExtentsUnreadableFile(t *testing.T) {
 	// Indexed after the file vanished: the shard fails whole (EIO), or
 	// with --skip-unreadable lists the readable samples only.
 	m2 := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--cache-dir", t.TempDir())
-	if _, err := gds.ReadManifestFile(filepath.Join(m2.Dir, "version", "0", "shard", "0", gds.ManifestName)); !errors.Is(err, syscall.EIO) {
+	if _, err := extents.ReadListFile(filepath.Join(m2.Dir, "version", "0", "shard", "0", extents.ListName)); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("manifest of a shard whose data file vanished before indexing: %v, want EIO", err)
 	}
 	m3 := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--cache-dir", t.TempDir(), "--skip-unreadable")
-	entries, err = gds.ReadManifestFile(filepath.Join(m3.Dir, "version", "0", "shard", "0", gds.ManifestName))
+	entries, err = extents.ReadListFile(filepath.Join(m3.Dir, "version", "0", "shard", "0", extents.ListName))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +485,7 @@ func flipByte(t *testing.T, p string, off int64) {
 // samples behind the mount's back: a flipped payload byte, a truncated
 // file, and two entries' files swapped (equal lengths: only the checksum,
 // or the entry's key, can tell). It returns the damaged samples.
-func damageEntries(t *testing.T, entries []gds.ManifestEntry) []string {
+func damageEntries(t *testing.T, entries []extents.Entry) []string {
 	t.Helper()
 	flip, cut, a, b := entries[0], entries[1], entries[2], entries[3]
 	flipByte(t, flip.Path, flip.Offset+flip.Length/2)
@@ -525,7 +526,7 @@ func TestMountExtentsCorruptEntries(t *testing.T) {
 	want := readSamples(t, sd)
 
 	// A first read at offset 1000 of a manifest never read: materialised.
-	mp := filepath.Join(sd, gds.ManifestName)
+	mp := filepath.Join(sd, extents.ListName)
 	fi, err := os.Stat(mp)
 	if err != nil {
 		t.Fatal(err)
@@ -554,7 +555,7 @@ func TestMountExtentsCorruptEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	s, err := gds.OpenShard(sd)
+	s, err := extents.OpenShard(sd)
 	if err != nil {
 		t.Fatal(err)
 	}

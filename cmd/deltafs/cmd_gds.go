@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/deltafs/deltafs/extents"
 	"github.com/deltafs/deltafs/gds"
 )
 
@@ -337,13 +338,13 @@ func runGDSBench(ctx context.Context, opts gdsBenchOptions, w io.Writer) error {
 	if opts.Batch <= 0 || opts.Parallelism <= 0 || opts.Repeat <= 0 || opts.Limit < 0 {
 		return usageError{errors.New("gds bench: --batch, --parallel and --repeat must be positive, --limit not negative")}
 	}
-	var exts []gds.Extent
+	var exts []extents.Extent
 	if opts.Manifest != "" {
-		entries, err := gds.ReadManifestFile(opts.Manifest)
+		entries, err := extents.ReadListFile(opts.Manifest)
 		if err != nil {
 			return err
 		}
-		exts = gds.Extents(entries)
+		exts = extents.Extents(entries)
 	} else if exts, err = dirExtents(opts.Dir); err != nil {
 		return err
 	}
@@ -456,8 +457,8 @@ func runGDSBench(ctx context.Context, opts gdsBenchOptions, w io.Writer) error {
 }
 
 // dirExtents returns one extent per regular file under dir, sorted by path.
-func dirExtents(dir string) ([]gds.Extent, error) {
-	var exts []gds.Extent
+func dirExtents(dir string) ([]extents.Extent, error) {
+	var exts []extents.Extent
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -473,7 +474,7 @@ func dirExtents(dir string) ([]gds.Extent, error) {
 		if err != nil {
 			return err
 		}
-		exts = append(exts, gds.Extent{Path: abs, Offset: 0, Length: fi.Size()})
+		exts = append(exts, extents.Extent{Path: abs, Offset: 0, Length: fi.Size()})
 		return nil
 	})
 	sort.Slice(exts, func(i, j int) bool { return exts[i].Path < exts[j].Path })

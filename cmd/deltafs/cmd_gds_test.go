@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/extents"
 	"github.com/deltafs/deltafs/gds"
 )
 
@@ -173,26 +174,26 @@ func benchFiles(t *testing.T, n int) (dir, manifest string) {
 	dir = t.TempDir()
 	cacheDir := t.TempDir()
 	var cache []byte
-	var entries []gds.ManifestEntry
+	var entries []extents.Entry
 	for i := 0; i < n; i++ {
 		b := bytes.Repeat([]byte{byte(i), byte(i >> 8), 0x5a}, 1000+i*37)
 		name := filepath.Join(dir, fmt.Sprintf("s%04d.bin", i))
 		if err := os.WriteFile(name, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		off := (int64(len(cache)) + gds.Alignment - 1) / gds.Alignment * gds.Alignment
+		off := (int64(len(cache)) + extents.Alignment - 1) / extents.Alignment * extents.Alignment
 		cache = append(cache, make([]byte, off-int64(len(cache)))...)
 		cache = append(cache, b...)
-		entries = append(entries, gds.ManifestEntry{Sample: filepath.Base(name), Extent: gds.Extent{Path: "cache.blk", Offset: off, Length: int64(len(b)), Sum: gds.ChecksumOf(b)}})
+		entries = append(entries, extents.Entry{Sample: filepath.Base(name), Extent: extents.Extent{Path: "cache.blk", Offset: off, Length: int64(len(b)), Sum: extents.ChecksumOf(b)}})
 	}
 	if err := os.WriteFile(filepath.Join(cacheDir, "cache.blk"), cache, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var m bytes.Buffer
-	if err := gds.WriteManifest(&m, entries); err != nil {
+	if err := extents.WriteList(&m, entries); err != nil {
 		t.Fatal(err)
 	}
-	manifest = filepath.Join(cacheDir, gds.ManifestName)
+	manifest = filepath.Join(cacheDir, extents.ListName)
 	if err := os.WriteFile(manifest, m.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +245,7 @@ func TestGDSBench(t *testing.T) {
 // (or verifies as right) bytes that are not the samples'.
 func TestGDSBenchCorruptEntry(t *testing.T) {
 	_, manifest := benchFiles(t, 40)
-	entries, err := gds.ReadManifestFile(manifest)
+	entries, err := extents.ReadListFile(manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
