@@ -290,7 +290,7 @@ type gdsBenchOptions struct {
 }
 
 func (o *gdsBenchOptions) AddFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.Manifest, "manifest", "", "read the extents of this _extents.tsv")
+	f.StringVar(&o.Manifest, "manifest", "", "read the extents of this extent list (a shard's _extents.tsv)")
 	f.StringVar(&o.Dir, "dir", "", "read every regular file under this directory, each as one sample")
 	f.StringVar(&o.Mode, "mode", "auto", "reader path: auto, gds (fail without GDS), compat or host")
 	f.IntVar(&o.Device, "device", 0, "CUDA device ordinal")
@@ -313,7 +313,7 @@ func newGDSBenchCmd() *cobra.Command {
 and report GB/s and samples/s for both. The samples are the extents of a shard's
 _extents.tsv (--manifest), or every regular file under --dir.
 
-Samples of a manifest are verified against their CRC-32 on every path, inside the
+Samples of an extent list are verified against their CRC-32 on every path, inside the
 timed reads (on the gds path by copying each sample back from the GPU); a mismatch
 (a damaged cache file) fails the run with the extent it is in.
 

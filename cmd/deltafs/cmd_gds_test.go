@@ -168,8 +168,8 @@ func TestGDSProbeWithFakeLibraries(t *testing.T) {
 }
 
 // benchFiles writes n sample files and a cache file holding the same
-// samples at 4 KiB-aligned offsets, with its manifest.
-func benchFiles(t *testing.T, n int) (dir, manifest string) {
+// samples at 4 KiB-aligned offsets, with its extent list.
+func benchFiles(t *testing.T, n int) (dir, extentList string) {
 	t.Helper()
 	dir = t.TempDir()
 	cacheDir := t.TempDir()
@@ -193,15 +193,15 @@ func benchFiles(t *testing.T, n int) (dir, manifest string) {
 	if err := extents.WriteList(&m, entries); err != nil {
 		t.Fatal(err)
 	}
-	manifest = filepath.Join(cacheDir, extents.ListName)
-	if err := os.WriteFile(manifest, m.Bytes(), 0o644); err != nil {
+	extentList = filepath.Join(cacheDir, extents.ListName)
+	if err := os.WriteFile(extentList, m.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return dir, manifest
+	return dir, extentList
 }
 
 func TestGDSBench(t *testing.T) {
-	dir, manifest := benchFiles(t, 100)
+	dir, extentList := benchFiles(t, 100)
 	ctx := context.Background()
 	base := gdsBenchOptions{Mode: "auto", Batch: 16, Parallelism: 3, Repeat: 2, Verify: true}
 
@@ -219,13 +219,13 @@ func TestGDSBench(t *testing.T) {
 		}
 	}
 
-	// The fake libraries: the GDS path, from the manifest's one cache file.
+	// The fake libraries: the GDS path, from the extent list's one cache file.
 	cufile, cuda := buildFakeLibs(t)
 	t.Setenv(gds.EnvCuFileLib, cufile)
 	t.Setenv(gds.EnvCUDALib, cuda)
 	out.Reset()
 	o = base
-	o.Manifest = manifest
+	o.Manifest = extentList
 	o.Mode = "gds"
 	o.Cold = true
 	if err := runGDSBench(ctx, o, &out); err != nil {
@@ -239,13 +239,13 @@ func TestGDSBench(t *testing.T) {
 	}
 }
 
-// TestGDSBenchCorruptEntry: a byte flipped in the manifest's cache file
+// TestGDSBenchCorruptEntry: a byte flipped in the extent list's cache file
 // fails the bench, by the cuFile path (fake libraries) and by plain pread,
 // with one line naming the extent and the checksums: it never measures
 // (or verifies as right) bytes that are not the samples'.
 func TestGDSBenchCorruptEntry(t *testing.T) {
-	_, manifest := benchFiles(t, 40)
-	entries, err := extents.ReadListFile(manifest)
+	_, extentList := benchFiles(t, 40)
+	entries, err := extents.ReadListFile(extentList)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestGDSBenchCorruptEntry(t *testing.T) {
 	cufile, cuda := buildFakeLibs(t)
 	env := []string{gds.EnvCuFileLib + "=" + cufile, gds.EnvCUDALib + "=" + cuda}
 	for _, mode := range []string{"gds", "host"} {
-		out, errOut, code := runDeltafs(t, env, "gds", "bench", "--manifest", manifest, "--mode", mode, "--batch", "8", "--verify")
+		out, errOut, code := runDeltafs(t, env, "gds", "bench", "--manifest", extentList, "--mode", mode, "--batch", "8", "--verify")
 		line := strings.TrimRight(errOut, "\n")
 		if code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, "checksum mismatch") || !strings.Contains(line, bad.Sum.String()) || !strings.Contains(line, bad.Path) {
 			t.Errorf("--mode %s: exit %d, stderr %q, stdout:\n%s", mode, code, errOut, out)
