@@ -53,9 +53,9 @@ type ShardResult struct {
 //
 // A miss is never returned as data: a sample whose cache file is gone
 // (evicted), ends inside its extent or fails its checksum (corrupt), or
-// whose extent list line has no checksum (deltafs could not cache it), is read
-// again after the extent list is read again (which re-materialises the shard:
-// deltafs verifies every entry and rewrites broken ones). Samples still
+// whose extent list line has no checksum (deltafs could not cache it), is
+// read again after the extent list is read again (which re-materialises
+// the shard: deltafs verifies every entry and rewrites broken ones). Samples still
 // missing or wrong then (a shard larger than the disk budget, a sample
 // deltafs could not cache) are read through the mount, from their sample
 // files, by host memory, and verified against their checksums when known;
