@@ -20,7 +20,7 @@ FUZZ_TARGETS := \
 	./snapshot FuzzDecodeDeletionVector \
 	./snapshot FuzzCheckpointCrossCheck \
 	./internal/pqcheck FuzzDataFile \
-	./gds FuzzParseManifest \
+	./extents FuzzParseList \
 	./fs FuzzParseName \
 	./sample FuzzEscapeName \
 	./internal/attack FuzzAttack

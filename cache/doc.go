@@ -83,11 +83,11 @@
 // multiple of 4096; see entry.go for the byte layout. The payload therefore
 // starts 4 KiB-aligned and its last block lies inside the file, which lets
 // Locate and Materialize hand an extent to O_DIRECT and GPUDirect Storage
-// readers (Materialize, for package extents, writes the entry when missing,
-// verifies it whole every time and adds the payload's CRC-32, which readers
-// without xxhash can check; see Extent). An entry
-// costs its file size (header + payload rounded up to 4 KiB), which is also
-// what it occupies on a 4 KiB-block filesystem.
+// readers (Materialize, for package extents/materialize, writes the entry
+// when missing, verifies it whole every time and returns an extents.Extent
+// with the payload's CRC-32, which readers without xxhash can check). An
+// entry costs its file size (header + payload rounded up to 4 KiB), which is
+// also what it occupies on a 4 KiB-block filesystem.
 //
 // The cache deletes only files whose names match these patterns inside
 // deltafs-cache-v1 and its two-hex-digit shards. Anything else found there

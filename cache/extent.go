@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/deltafs/deltafs/extents"
 )
 
 // ErrNotStored is returned by Materialize when the entry could not be kept
@@ -32,22 +34,13 @@ func (c *Cache) Where(key Key) (path string, off int64, ok bool, err error) {
 	return c.disk.path(r.name), headerLen(len(r.text)), true, nil
 }
 
-// Extent is where a materialised entry's payload lies on disk, and the
-// CRC-32 of the bytes there.
-type Extent struct {
-	Path   string // the entry file, absolute
-	Offset int64  // the payload's offset, a multiple of 4096 (see Where)
-	Length int64  // payload bytes
-	// CRC32 is the CRC-32 (IEEE polynomial, as hash/crc32.ChecksumIEEE
-	// and Python's zlib.crc32 compute it) of the payload as read back
-	// from the file, whose xxhash64 was verified in the same pass: the
-	// checksum of the bytes actually in the entry, for readers that have
-	// no xxhash (package gds, examples/gds/loader.py).
-	CRC32 uint32
-}
-
 // Materialize makes sure key's entry is on disk, whole and correct, and
-// returns where its payload lies and its CRC-32. Every call reads the entry
+// returns where its payload lies: the entry file (absolute), the payload's
+// offset (a multiple of extents.Alignment, see Where), its length and the
+// CRC-32 (extents.Checksum) of the payload as read back from the file,
+// whose xxhash64 was verified in the same pass: the checksum of the bytes
+// actually in the entry, for readers that have no xxhash (package gds,
+// examples/gds/loader.py). Every call reads the entry
 // once, completely: magic, header checksum, key, the file's size and the
 // payload's checksum are verified, and the CRC-32 is computed from the same
 // bytes. A missing, truncated, corrupt or foreign entry (another key's
@@ -62,16 +55,16 @@ type Extent struct {
 // The full read is the price of handing out a checksum that describes the
 // bytes on disk: materialising a shard that is already cached reads its
 // entries once (from the page cache when they are hot).
-func (c *Cache) Materialize(ctx context.Context, key Key, fetch FetchFunc) (Extent, error) {
+func (c *Cache) Materialize(ctx context.Context, key Key, fetch FetchFunc) (extents.Extent, error) {
 	if c.closed.Load() {
-		return Extent{}, ErrClosed
+		return extents.Extent{}, ErrClosed
 	}
 	if c.disk == nil {
-		return Extent{}, ErrNotStored
+		return extents.Extent{}, ErrNotStored
 	}
 	r, err := key.ref()
 	if err != nil {
-		return Extent{}, err
+		return extents.Extent{}, err
 	}
 	if e, ok := c.disk.verified(r); ok {
 		c.ctr.diskHits.Add(1)
@@ -91,27 +84,27 @@ func (c *Cache) Materialize(ctx context.Context, key Key, fetch FetchFunc) (Exte
 		return nil, nil
 	})
 	if err != nil {
-		return Extent{}, err
+		return extents.Extent{}, err
 	}
 	if e, ok := c.disk.verified(r); ok {
 		return e, nil
 	}
 	c.log.Debug("cache: entry not kept on disk", "key", r.text)
-	return Extent{}, ErrNotStored
+	return extents.Extent{}, ErrNotStored
 }
 
 // verified reads and verifies r's whole entry (see Materialize) and
 // returns where its payload lies, with the payload's CRC-32. A broken
 // entry is dropped as by get.
-func (d *diskTier) verified(r ref) (Extent, bool) {
+func (d *diskTier) verified(r ref) (extents.Extent, bool) {
 	p := d.path(r.name)
 	h, size, sum, err := verifyEntry(p, r.text)
 	if err != nil {
 		d.readFailed(r, p, err)
-		return Extent{}, false
+		return extents.Extent{}, false
 	}
 	d.touch(r.name, p, size)
-	return Extent{Path: p, Offset: h.hdrLen, Length: h.n, CRC32: sum}, true
+	return extents.Extent{Path: p, Offset: h.hdrLen, Length: h.n, Sum: extents.NewChecksum(sum)}, true
 }
 
 // verifyChunk is how much of a payload verifyEntry reads at a time.

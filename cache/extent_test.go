@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/deltafs/deltafs/extents"
 )
 
 func readExtent(t *testing.T, p string, off, n int64) []byte {
@@ -41,7 +43,7 @@ func TestMaterialize(t *testing.T) {
 		if err != nil || !ok {
 			t.Fatalf("Where: %v %v", ok, err)
 		}
-		wantExt := Extent{Path: wp, Offset: woff, Length: int64(n), CRC32: crc32.ChecksumIEEE(want)}
+		wantExt := extents.Extent{Path: wp, Offset: woff, Length: int64(n), Sum: extents.NewChecksum(crc32.ChecksumIEEE(want))}
 		before := src.n.Load()
 		e, err := c.Materialize(ctx, k, src.fetch(k))
 		if err != nil {
@@ -114,7 +116,7 @@ func TestMaterializeRewritesCorrupt(t *testing.T) {
 	c := open(t, Options{Dir: t.TempDir()})
 	src := &source{sizes: func(k Key) int { n, _ := strconv.Atoi(k.Unit); return 1000 + 3000*n }}
 	keys := []Key{key(2), key(3), key(4)}
-	good := map[Key]Extent{}
+	good := map[Key]extents.Extent{}
 	for _, k := range keys {
 		e, err := c.Materialize(ctx, k, src.fetch(k))
 		if err != nil {
@@ -131,7 +133,7 @@ func TestMaterializeRewritesCorrupt(t *testing.T) {
 		t.Fatalf("after a flipped byte: %+v %v (want %+v), %d fetches", e, err, good[k], src.n.Load()-before)
 	}
 	want := payload(k, src.sizes(k))
-	if e.CRC32 != crc32.ChecksumIEEE(want) || !bytes.Equal(readExtent(t, e.Path, e.Offset, e.Length), want) {
+	if e.Sum != extents.NewChecksum(crc32.ChecksumIEEE(want)) || !bytes.Equal(readExtent(t, e.Path, e.Offset, e.Length), want) {
 		t.Fatal("the corrupt entry was not rewritten with the true bytes")
 	}
 	if got := c.Stats().Corrupt; got != 1 {

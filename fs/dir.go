@@ -80,7 +80,7 @@ func (r *Root) list(ctx context.Context, n node) (listing, syscall.Errno) {
 		if errno != 0 {
 			return listing{}, errno
 		}
-		// The manifests, then the class folders or the samples.
+		// The sample and extent lists, then the class folders or the samples.
 		xn := r.extentsName()
 		nm := 1
 		if xn != "" {
@@ -91,7 +91,7 @@ func (r *Root) list(ctx context.Context, n node) (listing, syscall.Errno) {
 		return listing{n: nm + nc + sh.RootLen(), sh: sh, entry: func(i int) (string, node) {
 			switch {
 			case i == 0:
-				return sample.ManifestName, node{kind: kindManifest, version: v, item: n.item}
+				return sample.ListName, node{kind: kindSampleList, version: v, item: n.item}
 			case i < nm:
 				return xn, node{kind: kindExtents, version: v, item: n.item}
 			case i-nm < nc:
@@ -228,7 +228,7 @@ func kindMode(kind int) uint32 {
 	switch kind {
 	case kindLatest, kindAt:
 		return syscall.S_IFLNK
-	case kindStats, kindCommit, kindSchema, kindManifest, kindSample, kindExtents:
+	case kindStats, kindCommit, kindSchema, kindSampleList, kindSample, kindExtents:
 		return syscall.S_IFREG
 	}
 	return syscall.S_IFDIR

@@ -71,7 +71,7 @@ func errnoFor(ctx context.Context, log *slog.Logger, op, path string, err error)
 // TestDeliberateErrnosListed checks that every errno wrapped into an error
 // below fs is listed here.
 var deliberate = map[string][]syscall.Errno{
-	// extents.Source.Xattr: a sample the disk cache cannot keep has no
+	// materialize.Source.Xattr: a sample the disk cache cannot keep has no
 	// extent, so getxattr says "no such attribute" and a loader reads the
 	// file instead.
 	"getxattr": {syscall.ENODATA},

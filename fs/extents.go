@@ -11,32 +11,32 @@ import (
 	"github.com/deltafs/deltafs/sample"
 )
 
-// Extents says where samples' bytes lie in the disk cache (package extents
-// implements it). fs only presents what it returns: the extent xattr on
-// sample files and the per-shard extent manifest.
+// Extents says where samples' bytes lie in the disk cache (package
+// extents/materialize implements it). fs only presents what it returns: the
+// extent xattr on sample files and the per-shard extent list.
 type Extents interface {
 	// XattrName is the sample files' extent attribute.
 	XattrName() string
 	// Xattr is that attribute's value for the sample at pos, materialising
 	// the sample in the disk cache if needed.
 	Xattr(ctx context.Context, sh *sample.Shard, pos int) ([]byte, error)
-	// ManifestName is the per-shard extent manifest's file name.
-	ManifestName() string
-	// Manifest is its content. materialize false only computes its shape
+	// ListName is the per-shard extent list's file name.
+	ListName() string
+	// List is its content. materialize false only computes its shape
 	// without I/O, for the size (its checksums are unknown); true first
 	// makes sure every sample of the shard is in the disk cache, whole,
 	// and lists the checksums of the bytes there. Both have the same
 	// length: the content changes, the size the kernel learnt at lookup
 	// does not.
-	Manifest(ctx context.Context, sh *sample.Shard, materialize bool) ([]byte, error)
+	List(ctx context.Context, sh *sample.Shard, materialize bool) ([]byte, error)
 }
 
-// extentsName is the extent manifest's name, "" without Options.Extents.
+// extentsName is the extent list's name, "" without Options.Extents.
 func (r *Root) extentsName() string {
 	if r.opts.Extents == nil {
 		return ""
 	}
-	return r.opts.Extents.ManifestName()
+	return r.opts.Extents.ListName()
 }
 
 // xattrs reports whether sample files serve the extent attribute.
@@ -46,7 +46,7 @@ func (r *Root) xattrs() bool { return r.opts.Xattrs && r.opts.Extents != nil }
 // lookup without I/O (an extent's place depends only on the sample, and its
 // checksum field has a fixed width); every read at offset 0 materialises the
 // shard's samples in the disk cache again (re-writing evicted or broken
-// ones) and serves that manifest, with the checksums of the bytes now in
+// ones) and serves that list, with the checksums of the bytes now in
 // the cache. Reads at other offsets serve the last one materialised (its
 // lines lie at the same offsets in every materialisation: only a checksum
 // can change, from unknown to known or back), or materialise first when
@@ -64,17 +64,17 @@ func (r *Root) xattrs() bool { return r.opts.Xattrs && r.opts.Extents != nil }
 // dropped before the reader copied them would be read again, from offset 0,
 // materialising again. Readers that must reach the server every time open
 // the file with O_DIRECT, which FUSE serves without the page cache
-// (gds.ReadManifestFile and examples/gds/loader.py do).
+// (extents.ReadListFile and examples/gds/loader.py do).
 type extentsFile struct {
 	root *Root
 	id   uint64 // its node id
 	n    node   // which shard (the shard itself is looked up at each read:
 	// keeping it here would keep its version's index alive)
 	path string
-	size int64 // of the manifest, as computed at lookup
+	size int64 // of the extent list, as computed at lookup
 
 	mu   sync.Mutex
-	data []byte      // guarded by mu: the manifest last materialised; nil before the first
+	data []byte      // guarded by mu: the extent list last materialised; nil before the first
 	drop *time.Timer // guarded by mu; armed after each read
 }
 
@@ -97,7 +97,7 @@ func (r *Root) extentsFile(ctx context.Context, n node) (*extentsFile, syscall.E
 		return nil, errno
 	}
 	path := shardPath(n.version, int(n.item)) + "/" + r.extentsName()
-	data, err := r.opts.Extents.Manifest(ctx, sh, false)
+	data, err := r.opts.Extents.List(ctx, sh, false)
 	if err != nil {
 		return nil, errnoFor(ctx, r.log, "extents", path, err)
 	}
@@ -105,7 +105,7 @@ func (r *Root) extentsFile(ctx context.Context, n node) (*extentsFile, syscall.E
 	return f.(*extentsFile), 0
 }
 
-// read returns the manifest to serve a read at off: materialised afresh at
+// read returns the extent list to serve a read at off: materialised afresh at
 // offset 0, or when none was yet.
 func (f *extentsFile) read(ctx context.Context, off int64) ([]byte, syscall.Errno) {
 	f.mu.Lock()
@@ -118,11 +118,11 @@ func (f *extentsFile) read(ctx context.Context, off int64) ([]byte, syscall.Errn
 			return nil, errno
 		}
 		var err error
-		if data, err = r.opts.Extents.Manifest(ctx, sh, true); err != nil {
+		if data, err = r.opts.Extents.List(ctx, sh, true); err != nil {
 			return nil, errnoFor(ctx, r.log, "extents", f.path, err)
 		}
 		if int64(len(data)) != f.size {
-			r.log.Error("I/O error: extent manifest's size differs from the one computed at lookup", "path", f.path, "size", len(data), "lookup", f.size)
+			r.log.Error("I/O error: extent list's size differs from the one computed at lookup", "path", f.path, "size", len(data), "lookup", f.size)
 			return nil, syscall.EIO
 		}
 	}

@@ -161,22 +161,22 @@ func TestTree(t *testing.T) {
 			t.Fatal(err)
 		}
 		counts = append(counts, n)
-		// The manifest agrees with the tree.
+		// The sample list agrees with the tree.
 		tsv, err := os.ReadFile(filepath.Join(sd, "_samples.tsv"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		lines := strings.Split(strings.TrimSuffix(string(tsv), "\n"), "\n")
 		if len(lines) != n {
-			t.Errorf("shard %d: manifest has %d lines, tree %d samples", k, len(lines), n)
+			t.Errorf("shard %d: sample list has %d lines, tree %d samples", k, len(lines), n)
 		}
 		for _, l := range lines {
 			f := strings.Split(l, "\t")
 			if len(f) != 4 || f[1] != strconv.FormatInt(size, 10) || !strings.HasPrefix(f[0], f[2]+"/") || !strings.HasSuffix(f[0], "/"+f[3]+".png") {
-				t.Errorf("manifest line %q", l)
+				t.Errorf("sample list line %q", l)
 			}
 			if _, err := os.Stat(filepath.Join(sd, f[0])); err != nil {
-				t.Errorf("manifest path: %v", err)
+				t.Errorf("sample list path: %v", err)
 			}
 		}
 	}
@@ -286,7 +286,7 @@ func TestVacuumedFileFailsOnlyItsSamples(t *testing.T) {
 }
 
 // TestVacuumedBeforeIndexing: a shard whose data file is gone before it
-// is first listed fails as a whole (EIO for its listing, its manifest and
+// is first listed fails as a whole (EIO for its listing, its sample list and
 // every name in it, readable or not): a loader never sees a smaller shard.
 func TestVacuumedBeforeIndexing(t *testing.T) {
 	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
@@ -297,7 +297,7 @@ func TestVacuumedBeforeIndexing(t *testing.T) {
 	if _, err := os.ReadDir(sd); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("listing the shard: %v, want EIO", err)
 	}
-	for _, n := range []string{"0.png", "10.png", sample.ManifestName} {
+	for _, n := range []string{"0.png", "10.png", sample.ListName} {
 		if _, err := os.ReadFile(filepath.Join(sd, n)); !errors.Is(err, syscall.EIO) {
 			t.Fatalf("%s: %v, want EIO", n, err)
 		}

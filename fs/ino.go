@@ -18,22 +18,22 @@ import "github.com/hanwen/go-fuse/v2/fuse"
 // so). A shard has at most 2^16 class folders (sample refuses more), and
 // a version at most 2^32 samples (sample.MaxSamples).
 const (
-	kindRoot     = iota // MOUNT (node 1)
-	kindVersions        // MOUNT/version
-	kindLatest          // MOUNT/latest
-	kindAtDir           // MOUNT/at
-	kindMetaDir         // MOUNT/.deltafs
-	kindStats           // MOUNT/.deltafs/stats
-	kindVersion         // version/N
-	kindCommit          // version/N/_commit.json
-	kindSchema          // version/N/_schema.json
-	kindShards          // version/N/shard
-	kindShard           // version/N/shard/K (item K)
-	kindManifest        // version/N/shard/K/_samples.tsv (item K)
-	kindClass           // version/N/shard/K/C (item K<<16 | class)
-	kindSample          // a sample file (item: number in the version)
-	kindAt              // at/<time> -> ../version/N
-	kindExtents         // version/N/shard/K/_extents.tsv (item K)
+	kindRoot       = iota // MOUNT (node 1)
+	kindVersions          // MOUNT/version
+	kindLatest            // MOUNT/latest
+	kindAtDir             // MOUNT/at
+	kindMetaDir           // MOUNT/.deltafs
+	kindStats             // MOUNT/.deltafs/stats
+	kindVersion           // version/N
+	kindCommit            // version/N/_commit.json
+	kindSchema            // version/N/_schema.json
+	kindShards            // version/N/shard
+	kindShard             // version/N/shard/K (item K)
+	kindSampleList        // version/N/shard/K/_samples.tsv (item K)
+	kindClass             // version/N/shard/K/C (item K<<16 | class)
+	kindSample            // a sample file (item: number in the version)
+	kindAt                // at/<time> -> ../version/N
+	kindExtents           // version/N/shard/K/_extents.tsv (item K)
 	numKinds
 )
 

@@ -107,12 +107,12 @@ func (r *Root) attr(ctx context.Context, n node, a *fuse.Attr) (time.Duration, s
 			data = ver.SchemaJSON()
 		}
 		fileAttr(a, int64(len(data)), mtime)
-	case kindManifest:
+	case kindSampleList:
 		sh, errno := r.shard(ctx, n.version, int(n.item))
 		if errno != 0 {
 			return 0, errno
 		}
-		fileAttr(a, sh.ManifestSize(), mtime)
+		fileAttr(a, sh.ListSize(), mtime)
 	case kindExtents:
 		f, errno := r.extentsFile(ctx, n)
 		if errno != 0 {
@@ -195,8 +195,8 @@ func (r *Root) child(ctx context.Context, n node, name string) (node, syscall.Er
 			return node{}, errno
 		}
 		switch {
-		case name == sample.ManifestName:
-			return node{kind: kindManifest, version: n.version, item: n.item}, 0
+		case name == sample.ListName:
+			return node{kind: kindSampleList, version: n.version, item: n.item}, 0
 		case name == r.extentsName() && name != "":
 			return node{kind: kindExtents, version: n.version, item: n.item}, 0
 		}

@@ -42,12 +42,12 @@ func (r *Root) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.R
 			data = ver.SchemaJSON()
 		}
 		return fuse.ReadResultData(slice(data, off, len(dest))), fuse.OK
-	case kindManifest:
+	case kindSampleList:
 		sh, errno := r.shard(ctx, n.version, int(n.item))
 		if errno != 0 {
 			return nil, status(errno)
 		}
-		got := sh.ManifestAt(dest, off)
+		got := sh.ListAt(dest, off)
 		return fuse.ReadResultData(dest[:got]), fuse.OK
 	case kindStats:
 		return fuse.ReadResultData(r.stats.read(dest, off)), fuse.OK

@@ -38,7 +38,7 @@ type Options struct {
 	Stats func() any
 	// Logger gets errors and notices; nil: slog.Default().
 	Logger *slog.Logger
-	// Extents, when set, adds the extent manifest to every shard directory
+	// Extents, when set, adds the extent list to every shard directory
 	// (see Extents); nil: none.
 	Extents Extents
 	// Xattrs serves the extent attribute on sample files (needs Extents).

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/deltafs/deltafs/extents"
 )
 
 // BenchOptions configures Bench.
@@ -45,7 +47,7 @@ func (b BenchResult) SamplesPerSec() float64 {
 // from r.Alloc (device memory, or host memory on the host path), and
 // times the ReadBatch calls. Run it once with a ModeAuto reader and once
 // with a ModeHost reader to compare GDS with plain pread into host memory.
-func Bench(ctx context.Context, r *Reader, exts []Extent, o BenchOptions) (BenchResult, error) {
+func Bench(ctx context.Context, r *Reader, exts []extents.Extent, o BenchOptions) (BenchResult, error) {
 	if o.Batch <= 0 {
 		o.Batch = 64
 	}
@@ -102,7 +104,7 @@ func Bench(ctx context.Context, r *Reader, exts []Extent, o BenchOptions) (Bench
 }
 
 // verifyBatch compares each extent in buf with the file's bytes.
-func verifyBatch(r *Reader, exts []Extent, buf DeviceBuffer, offsets []int64) error {
+func verifyBatch(r *Reader, exts []extents.Extent, buf DeviceBuffer, offsets []int64) error {
 	files := map[string]*os.File{}
 	defer func() {
 		for _, f := range files {

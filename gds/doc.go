@@ -8,54 +8,20 @@
 // GDS cannot work through the mount. It can work on the files of deltafs's
 // disk cache, which live on a local ext4 or XFS filesystem: the cache keeps
 // each sample's bytes contiguous at a 4 KiB-aligned offset of a cache file,
-// deltafs tells the loader where they are (an Extent: file, offset,
-// length), and the loader reads them with cuFile into device memory. The
-// mount publishes extents in two ways, both defined here so producer and
-// consumer share one definition:
-//
-//   - the extended attribute XattrName ("user.deltafs.extent") of a sample
-//     file, with mount option --xattrs; its value is Extent's text form,
-//     PATH<TAB>OFFSET<TAB>LENGTH<TAB>CRC32;
-//   - a manifest file ManifestName ("_extents.tsv") in each shard directory
-//     (see WriteManifest and ParseManifest).
-//
-// Package extents produces them: each sample is one disk-cache entry,
-// written on demand. Reading a shard's manifest writes every sample of the
-// shard not yet cached (it warms the shard); reading the attribute writes
-// one. After an eviction, reading again writes the entry back at the same
-// place. OpenShard, Reader.ReadSamples, Reader.ReadSample and
+// deltafs tells the loader where they are (an extents.Extent: file,
+// offset, length, CRC-32), and the loader reads them with cuFile into
+// device memory. Package extents defines the extents, the extent
+// attribute and the per-shard extent list (_extents.tsv), and finds them
+// for a mounted shard (extents.OpenShard) or sample file
+// (extents.SampleExtent). Reader.ReadSamples, Reader.ReadSample and
 // Reader.ReadSampleExtent read samples of a mounted shard through these,
 // verified (see Checksums), reading a sample again when its entry was
 // evicted or damaged meanwhile.
 //
-// # Manifest format
-//
-// UTF-8 text, one record per line, fields separated by one tab:
-//
-//	sample	path	offset	length	crc32
-//	7/000123.png	/root/.cache/deltafs/deltafs-cache-v1/3f/3f…9a.dfc	4096	2791	5e1a09c3
-//
-// The first line is that header, and is required: it names the format.
-// (The format before checksums had no crc32 column; ParseManifest refuses
-// it with ErrOldManifest, and a three-field attribute value likewise.)
-// sample is the sample file's path relative to the shard directory,
-// '/'-separated; path is the cache file (absolute; a relative path is
-// relative to the manifest's directory); offset and length are decimal
-// byte counts; crc32 is the CRC-32 of the sample's bytes in Checksum's
-// fixed-width text form, 8 lowercase hex digits, or "--------" for a sample
-// deltafs could not cache (its cache file is then missing). In sample and
-// path, backslash, tab, newline and carriage return are written \\, \t, \n
-// and \r; any other backslash sequence is an error. Empty lines are ignored
-// and "\r\n" line ends are accepted.
-//
 // # Checksums
 //
-// A reader that bypasses FUSE bypasses the disk cache's own checks (an
-// xxhash64 of every entry, verified by every read through the mount), so
-// every extent carries the CRC-32 (IEEE, what zlib.crc32 computes) of the
-// sample's bytes, computed by deltafs when it materialises the entry from
-// an entry it has just verified whole (a broken entry is rewritten then,
-// never advertised). Readers verify what they read:
+// Every extent carries the CRC-32 of the sample's bytes (extents.Checksum;
+// why, in package extents). Readers verify what they read:
 //
 //   - PathHost: the bytes in host memory;
 //   - PathCompat: the bytes in the staging buffer, as they are copied to
@@ -67,15 +33,15 @@
 //     time, not the DMA from NVMe). A CRC kernel on the device would avoid
 //     it; deltafs loads no kernels and cannot test one without a GPU.
 //
-// ReadExtent and ReadBatch return a mismatch as a *ChecksumError (extents
-// without a checksum, such as `deltafs gds bench --dir`'s, are not
-// verified). The shard and sample readers treat a mismatch, like a cache
-// file that ends inside the extent, as a corrupt miss: they log it, read
-// the manifest or attribute again (deltafs re-materialises the sample,
-// rewriting the entry), read the sample again, and as a last resort read
-// the sample file through the mount, verified too. They report it (ShardResult.Corrupt,
-// Result.Corrupt) and return the true bytes, or an error: never the wrong
-// ones.
+// ReadExtent and ReadBatch return a mismatch as an
+// *extents.ChecksumError (extents without a checksum, such as `deltafs gds
+// bench --dir`'s, are not verified). The shard and sample readers treat a
+// mismatch, like a cache file that ends inside the extent, as a corrupt
+// miss: they log it, read the extent list or attribute again (deltafs
+// re-materialises the sample, rewriting the entry), read the sample again,
+// and as a last resort read the sample file through the mount, verified
+// too. They report it (ShardResult.Corrupt, Result.Corrupt) and return the
+// true bytes, or an error: never the wrong ones.
 //
 // # Paths
 //

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/deltafs/deltafs/extents"
 	"github.com/ebitengine/purego"
 )
 
@@ -177,7 +178,7 @@ func writeCacheFile(t testing.TB, dir, name string, n int, seed uint64) (string,
 // cacheLayout is a set of cache files holding samples at 4 KiB-aligned
 // offsets, as deltafs's disk cache lays them out, with the expected bytes.
 type cacheLayout struct {
-	exts  []Extent
+	exts  []extents.Extent
 	want  [][]byte
 	files map[string][]byte
 }
@@ -199,26 +200,26 @@ func newCacheLayout(t testing.TB, nfiles, nsamples int) *cacheLayout {
 		case 0:
 			lens[i] = 1 + r.Int64N(100)
 		case 1:
-			lens[i] = Alignment * (1 + r.Int64N(4))
+			lens[i] = extents.Alignment * (1 + r.Int64N(4))
 		default:
 			lens[i] = 1 + r.Int64N(70000)
 		}
 		fileOf[i] = r.IntN(nfiles)
-		offs[i] = roundUp(sizes[fileOf[i]], Alignment)
+		offs[i] = roundUp(sizes[fileOf[i]], extents.Alignment)
 		sizes[fileOf[i]] = offs[i] + lens[i]
 	}
 	l := &cacheLayout{files: map[string][]byte{}}
 	paths := make([]string, nfiles)
 	for j := range paths {
-		p, b := writeCacheFile(t, dir, "cache-"+strconv.Itoa(j)+".blk", int(roundUp(sizes[j], Alignment)), uint64(j+1))
+		p, b := writeCacheFile(t, dir, "cache-"+strconv.Itoa(j)+".blk", int(roundUp(sizes[j], extents.Alignment)), uint64(j+1))
 		paths[j] = p
 		l.files[p] = b
 	}
 	for i := range lens {
 		p := paths[fileOf[i]]
-		e := Extent{Path: p, Offset: offs[i], Length: lens[i]}
+		e := extents.Extent{Path: p, Offset: offs[i], Length: lens[i]}
 		want := l.files[p][e.Offset:e.End()]
-		e.Sum = ChecksumOf(want)
+		e.Sum = extents.ChecksumOf(want)
 		l.exts = append(l.exts, e)
 		l.want = append(l.want, want)
 	}

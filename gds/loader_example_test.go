@@ -12,17 +12,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/extents"
 )
 
 // systemPython is the interpreter with Debian's torch (see README).
 const systemPython = "/usr/bin/python3"
 
 // TestExampleLoader runs examples/gds/loader.py (without kvikio or a GPU:
-// its POSIX path) on a manifest written by WriteManifest, with escaped
+// its POSIX path) on an extent list written by extents.WriteList, with escaped
 // sample names and relative cache paths, and checks every sample's
-// SHA-256 against the cache files. The manifest's directory stands in for
+// SHA-256 against the cache files. The extent list's directory stands in for
 // the mount's shard directory: it holds the sample files too, and its
-// manifest does not change when read again (nothing re-materialises). So
+// extent list does not change when read again (nothing re-materialises). So
 // after one cache file is removed (evicted), another truncated and a byte
 // of a third flipped (corrupt), the loader reads exactly the samples they
 // held from there instead, and warns about each corrupt one; a sample
@@ -35,27 +37,27 @@ func TestExampleLoader(t *testing.T) {
 	}
 	l := newCacheLayout(t, 3, 60)
 	dir := filepath.Dir(l.exts[0].Path)
-	var entries []ManifestEntry
+	var entries []extents.Entry
 	var want []string
 	for i, e := range l.exts {
 		name := []string{"7/%03d.png", "tab\there %03d.bin", `back\slash/ü %03d.jpg`}[i%3]
 		name = strings.Replace(name, "%03d", string(rune('A'+i%26))+string(rune('a'+i/26)), 1)
 		rel := e
-		rel.Path = filepath.Base(e.Path) // relative to the manifest's directory
-		entries = append(entries, ManifestEntry{Sample: name, Extent: rel})
+		rel.Path = filepath.Base(e.Path) // relative to the extent list's directory
+		entries = append(entries, extents.Entry{Sample: name, Extent: rel})
 		sum := sha256.Sum256(l.want[i])
-		want = append(want, hex.EncodeToString(sum[:])+"\t"+escapeField(name))
+		want = append(want, hex.EncodeToString(sum[:])+"\t"+listEscaper.Replace(name))
 	}
-	writeManifest := func() {
+	writeList := func() {
 		var m bytes.Buffer
-		if err := WriteManifest(&m, entries); err != nil {
+		if err := extents.WriteList(&m, entries); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, ManifestName), m.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, extents.ListName), m.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	writeManifest()
+	writeList()
 	// The sample files, as the mount would show them.
 	for i, e := range entries {
 		p := filepath.Join(dir, e.Sample)
@@ -71,7 +73,7 @@ func TestExampleLoader(t *testing.T) {
 	}
 
 	// Evict one cache file, cut another in half, flip a byte of one
-	// sample in the third, and drop one checksum from the manifest.
+	// sample in the third, and drop one checksum from the extent list.
 	gone, cut, rot := l.exts[0].Path, "", ""
 	for _, e := range l.exts {
 		if e.Path != gone && cut == "" {
@@ -96,14 +98,14 @@ func TestExampleLoader(t *testing.T) {
 			corrupted[entries[i].Sample] = true
 		case e.Path == rot && unknown < 0:
 			unknown = i
-			entries[i].Sum = Checksum{}
+			entries[i].Sum = extents.Checksum{}
 		case e.Path == rot && !flipped && e.Length > 1:
 			flip(t, e.Path, e.Offset+e.Length/2)
 			corrupted[entries[i].Sample] = true
 			flipped = true
 		}
 	}
-	writeManifest()
+	writeList()
 	if evicted == 0 || len(corrupted) < 2 || unknown < 0 || evicted+len(corrupted)+1 >= len(l.exts) {
 		t.Fatalf("%d evicted, %d corrupt, unknown %d of %d: the test needs some of each and some intact", evicted, len(corrupted), unknown, len(l.exts))
 	}
@@ -134,17 +136,21 @@ func TestExampleLoader(t *testing.T) {
 		t.Fatalf("the loader reported success:\n%s", stdout)
 	}
 
-	// A manifest of the format before checksums is refused.
+	// An extent list of the format before checksums is refused.
 	old := "sample\tpath\toffset\tlength\n7/Aa.png\tcache-0.blk\t0\t1\n"
-	if err := os.WriteFile(filepath.Join(dir, ManifestName), []byte(old), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, extents.ListName), []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, stderr, err := loaderCmd(dir).run(t); err == nil || !strings.Contains(stderr, "manifest without checksums") {
-		t.Fatalf("old manifest: %v\n%s", err, stderr)
+	if _, stderr, err := loaderCmd(dir).run(t); err == nil || !strings.Contains(stderr, "extent list without checksums") {
+		t.Fatalf("old extent list: %v\n%s", err, stderr)
 	}
 }
 
-func entryOf(t *testing.T, entries []ManifestEntry, sample string) ManifestEntry {
+// listEscaper escapes a field as the extent list does (and loader.py
+// prints sample names).
+var listEscaper = strings.NewReplacer(`\`, `\\`, "\t", `\t`, "\n", `\n`, "\r", `\r`)
+
+func entryOf(t *testing.T, entries []extents.Entry, sample string) extents.Entry {
 	t.Helper()
 	for _, e := range entries {
 		if e.Sample == sample {
@@ -152,7 +158,7 @@ func entryOf(t *testing.T, entries []ManifestEntry, sample string) ManifestEntry
 		}
 	}
 	t.Fatalf("no entry %q", sample)
-	return ManifestEntry{}
+	return extents.Entry{}
 }
 
 // loaderRun is one run of loader.py.

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/deltafs/deltafs/extents"
 )
 
 // Path is how a reader moves bytes from a cache file into its destination.
@@ -169,7 +171,7 @@ func NewReader(opts Options) (*Reader, error) {
 		opts.Parallelism = defaultParallelism
 	}
 	if opts.BatchAlign <= 0 {
-		opts.BatchAlign = Alignment
+		opts.BatchAlign = extents.Alignment
 	}
 	r := &Reader{opts: opts, allocs: map[*DeviceMem]struct{}{}}
 	r.info.Path = PathHost
@@ -468,12 +470,12 @@ type Result struct {
 // GDS and compat paths, as they reach the device): a mismatch is a
 // *ChecksumError (errors.Is(err, ErrChecksum)), and the destination then
 // holds the wrong bytes, which the caller must not use.
-func (r *Reader) ReadExtent(ctx context.Context, ext Extent, dst DeviceBuffer) (Result, error) {
+func (r *Reader) ReadExtent(ctx context.Context, ext extents.Extent, dst DeviceBuffer) (Result, error) {
 	return r.ReadExtentAt(ctx, ext, dst, 0)
 }
 
 // ReadExtentAt reads ext into dst at byte offset off, as ReadExtent.
-func (r *Reader) ReadExtentAt(ctx context.Context, ext Extent, dst DeviceBuffer, off int64) (Result, error) {
+func (r *Reader) ReadExtentAt(ctx context.Context, ext extents.Extent, dst DeviceBuffer, off int64) (Result, error) {
 	if err := r.acquire(); err != nil {
 		return Result{}, err
 	}
@@ -484,7 +486,7 @@ func (r *Reader) ReadExtentAt(ctx context.Context, ext Extent, dst DeviceBuffer,
 	}
 	defer fs.close()
 	res, err := r.readOne(ctx, fs, ext, dst, off, false)
-	if errors.Is(err, ErrChecksum) {
+	if errors.Is(err, extents.ErrChecksum) {
 		err = fmt.Errorf("gds: %s: %w", ext, err)
 	}
 	return res, err
@@ -525,7 +527,7 @@ func (b BatchResult) Count(p Path) int {
 // BatchLayout returns where ReadBatch would put each extent in its
 // destination and the destination size it needs (rounded up to
 // Options.BatchAlign, room for the last sample's padded read).
-func (r *Reader) BatchLayout(exts []Extent) (offsets []int64, size int64) {
+func (r *Reader) BatchLayout(exts []extents.Extent) (offsets []int64, size int64) {
 	offsets, size = PackOffsets(exts, r.opts.BatchAlign)
 	return offsets, roundUp(size, r.opts.BatchAlign)
 }
@@ -547,7 +549,7 @@ func (r *Reader) BatchLayout(exts []Extent) (offsets []int64, size int64) {
 // deltafs's cache files are padded to 4 KiB, so the extra bytes exist; a
 // file that ends sooner just yields a shorter read. Destination bytes
 // between a sample's end and the next offset are unspecified.
-func (r *Reader) ReadBatch(ctx context.Context, exts []Extent, dst DeviceBuffer) (BatchResult, error) {
+func (r *Reader) ReadBatch(ctx context.Context, exts []extents.Extent, dst DeviceBuffer) (BatchResult, error) {
 	if err := r.acquire(); err != nil {
 		return BatchResult{}, err
 	}
@@ -581,8 +583,8 @@ func (r *Reader) ReadBatch(ctx context.Context, exts []Extent, dst DeviceBuffer)
 // which keep returns true is recorded in errs[i] and the others go on; any
 // other error stops them all and is returned wrapped with the extent's
 // index. Call with r.mu held.
-func (r *Reader) readAll(ctx context.Context, fs *fileSet, exts []Extent, idx []int, dst DeviceBuffer, offsets []int64, results []Result, keep func(error) bool) (errs map[int]error, err error) {
-	pad := r.opts.BatchAlign%Alignment == 0
+func (r *Reader) readAll(ctx context.Context, fs *fileSet, exts []extents.Extent, idx []int, dst DeviceBuffer, offsets []int64, results []Result, keep func(error) bool) (errs map[int]error, err error) {
+	pad := r.opts.BatchAlign%extents.Alignment == 0
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -675,11 +677,11 @@ func (s *fileSet) get(name string) (*cacheFile, error) {
 func (s *fileSet) open(c *cacheFile, name string) error {
 	c.path = s.path
 	if c.path != PathGDS {
-		f, _, err := openRead(name, false)
+		f, _, err := extents.OpenFile(name, false)
 		c.f = f
 		return err
 	}
-	f, direct, err := openRead(name, !s.r.opts.NoDirect)
+	f, direct, err := extents.OpenFile(name, !s.r.opts.NoDirect)
 	if err != nil {
 		return err
 	}
@@ -706,7 +708,7 @@ func (s *fileSet) open(c *cacheFile, name string) error {
 	// it by the compat path, which the result reports.
 	s.r.warnOnce("filefallback", "gds: cuFile cannot read a cache file; reading such files through host memory", "file", name, "err", err)
 	c.path = PathCompat
-	c.f, _, err = openRead(name, false)
+	c.f, _, err = extents.OpenFile(name, false)
 	return err
 }
 
@@ -736,7 +738,7 @@ func (s *fileSet) close() {
 
 // readOne reads ext into dst at off. pad allows a GDS read rounded up to
 // whole 4 KiB blocks when that stays inside dst (see ReadBatch).
-func (r *Reader) readOne(ctx context.Context, fs *fileSet, ext Extent, dst DeviceBuffer, off int64, pad bool) (Result, error) {
+func (r *Reader) readOne(ctx context.Context, fs *fileSet, ext extents.Extent, dst DeviceBuffer, off int64, pad bool) (Result, error) {
 	res := Result{Path: fs.path}
 	if err := ext.Validate(); err != nil {
 		return res, err
@@ -748,7 +750,7 @@ func (r *Reader) readOne(ctx context.Context, fs *fileSet, ext Extent, dst Devic
 		return res, err
 	}
 	if ext.Length == 0 {
-		return res, verify(ext, 0)
+		return res, ext.Verify(0)
 	}
 	c, err := fs.get(ext.Path)
 	if err != nil {
@@ -766,7 +768,7 @@ func (r *Reader) readOne(ctx context.Context, fs *fileSet, ext Extent, dst Devic
 		sum, err = r.readCompat(ctx, c.f, ext, dst.DevicePtr()+uintptr(off))
 	default:
 		span := ext.Length
-		if p := roundUp(ext.Length, Alignment); pad && ext.Aligned() && off%Alignment == 0 && p <= dst.Len()-off {
+		if p := roundUp(ext.Length, extents.Alignment); pad && ext.Aligned() && off%extents.Alignment == 0 && p <= dst.Len()-off {
 			span = p
 		}
 		err = r.readGDS(ctx, c, ext, span, dst.DevicePtr(), off)
@@ -777,7 +779,7 @@ func (r *Reader) readOne(ctx context.Context, fs *fileSet, ext Extent, dst Devic
 		}
 	}
 	if err == nil {
-		err = verify(ext, sum)
+		err = ext.Verify(sum)
 	}
 	if err == nil {
 		res.Bytes = ext.Length
@@ -785,12 +787,12 @@ func (r *Reader) readOne(ctx context.Context, fs *fileSet, ext Extent, dst Devic
 	return res, err
 }
 
-func shortRead(ext Extent, got int64) error {
+func shortRead(ext extents.Extent, got int64) error {
 	return fmt.Errorf("gds: %s: %w: the file ends %d bytes into the extent", ext, io.ErrUnexpectedEOF, got)
 }
 
 // preadFull fills b from f at off, or reports a short file.
-func preadFull(f *os.File, b []byte, ext Extent, done int64) error {
+func preadFull(f *os.File, b []byte, ext extents.Extent, done int64) error {
 	n, err := f.ReadAt(b, ext.Offset+done)
 	if err == io.EOF && n < len(b) {
 		return shortRead(ext, done+int64(n))
@@ -801,7 +803,7 @@ func preadFull(f *os.File, b []byte, ext Extent, done int64) error {
 	return nil
 }
 
-func readHost(ctx context.Context, f *os.File, ext Extent, b []byte) error {
+func readHost(ctx context.Context, f *os.File, ext extents.Extent, b []byte) error {
 	for done := int64(0); done < ext.Length; {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -817,7 +819,7 @@ func readHost(ctx context.Context, f *os.File, ext Extent, b []byte) error {
 
 // readCompat reads ext through a host staging buffer into the device at
 // dev and returns the CRC-32 of the bytes it copied there.
-func (r *Reader) readCompat(ctx context.Context, f *os.File, ext Extent, dev uintptr) (uint32, error) {
+func (r *Reader) readCompat(ctx context.Context, f *os.File, ext extents.Extent, dev uintptr) (uint32, error) {
 	sp := stagePool.Get().(*[]byte)
 	defer stagePool.Put(sp)
 	stage := *sp
@@ -877,7 +879,7 @@ func (r *Reader) deviceCRC(ctx context.Context, dev uintptr, n int64) (uint32, e
 // off: the base is what cuFileBufRegister registered, so cuFile finds the
 // registration. It asks for span >= ext.Length bytes (see ReadBatch) and
 // needs ext.Length of them.
-func (r *Reader) readGDS(ctx context.Context, c *cacheFile, ext Extent, span int64, base uintptr, off int64) error {
+func (r *Reader) readGDS(ctx context.Context, c *cacheFile, ext extents.Extent, span int64, base uintptr, off int64) error {
 	unbind, err := r.bind()
 	if err != nil {
 		return err

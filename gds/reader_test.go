@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/deltafs/deltafs/extents"
 )
 
 func newReader(t testing.TB, o Options) *Reader {
@@ -72,7 +74,7 @@ func TestGDSBatchBinding(t *testing.T) {
 	var total int64
 	for i, e := range l.exts {
 		total += e.Length
-		if res.Offsets[i]%Alignment != 0 || res.Offsets[i] != offsets[i] {
+		if res.Offsets[i]%extents.Alignment != 0 || res.Offsets[i] != offsets[i] {
 			t.Fatalf("offset %d = %d, layout says %d", i, res.Offsets[i], offsets[i])
 		}
 		if !res.Results[i].Direct {
@@ -128,8 +130,8 @@ func TestGDSBatchBinding(t *testing.T) {
 			t.Fatalf("sample %d (%s): no cuFileRead with its handle, file offset %d and buffer offset %d", i, e, e.Offset, res.Offsets[i])
 		}
 		// Aligned file offset and buffer offset: read whole 4 KiB blocks.
-		if c.int("size") != roundUp(e.Length, Alignment) || c.int("base") != int64(buf.DevicePtr()) || c.fields["path"] != e.Path {
-			t.Errorf("sample %d: read %v, want size %d base %#x", i, c.fields, roundUp(e.Length, Alignment), buf.DevicePtr())
+		if c.int("size") != roundUp(e.Length, extents.Alignment) || c.int("base") != int64(buf.DevicePtr()) || c.fields["path"] != e.Path {
+			t.Errorf("sample %d: read %v, want size %d base %#x", i, c.fields, roundUp(e.Length, extents.Alignment), buf.DevicePtr())
 		}
 	}
 	if n := f.cudaStat("nocontext"); n != 0 {
@@ -166,9 +168,9 @@ func TestGDSShortReads(t *testing.T) {
 func TestReadExtentAt(t *testing.T) {
 	f := fakes(t)
 	r := newReader(t, f.opts(ModeGDS))
-	p, data := writeCacheFile(t, t.TempDir(), "c", 5*Alignment, 7)
-	buf := alloc(t, r, 3*Alignment)
-	ext := Extent{Path: p, Offset: 2 * Alignment, Length: 5000}
+	p, data := writeCacheFile(t, t.TempDir(), "c", 5*extents.Alignment, 7)
+	buf := alloc(t, r, 3*extents.Alignment)
+	ext := extents.Extent{Path: p, Offset: 2 * extents.Alignment, Length: 5000}
 	res, err := r.ReadExtentAt(context.Background(), ext, buf, 100)
 	if err != nil {
 		t.Fatal(err)
@@ -180,19 +182,19 @@ func TestReadExtentAt(t *testing.T) {
 	if err := r.CopyToHost(got, buf, 100); err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(got, data[2*Alignment:2*Alignment+5000]) {
+	if !bytes.Equal(got, data[2*extents.Alignment:2*extents.Alignment+5000]) {
 		t.Fatal("bytes differ")
 	}
 	reads := f.calls("read")
-	if len(reads) != 1 || reads[0].int("boff") != 100 || reads[0].int("foff") != 2*Alignment || reads[0].int("size") != 5000 {
+	if len(reads) != 1 || reads[0].int("boff") != 100 || reads[0].int("foff") != 2*extents.Alignment || reads[0].int("size") != 5000 {
 		t.Errorf("reads %v", reads)
 	}
 	// Does not fit.
-	if _, err := r.ReadExtentAt(context.Background(), ext, buf, 3*Alignment-10); err == nil || !strings.Contains(err.Error(), "does not fit") {
+	if _, err := r.ReadExtentAt(context.Background(), ext, buf, 3*extents.Alignment-10); err == nil || !strings.Contains(err.Error(), "does not fit") {
 		t.Errorf("overflowing read: %v", err)
 	}
 	// Zero-length extents read nothing and open nothing.
-	if res, err := r.ReadExtent(context.Background(), Extent{Path: "/nonexistent", Length: 0}, buf); err != nil || res.Bytes != 0 {
+	if res, err := r.ReadExtent(context.Background(), extents.Extent{Path: "/nonexistent", Length: 0}, buf); err != nil || res.Bytes != 0 {
 		t.Errorf("empty extent: %+v %v", res, err)
 	}
 }
@@ -202,9 +204,9 @@ func TestNoDirectOption(t *testing.T) {
 	o := f.opts(ModeGDS)
 	o.NoDirect = true
 	r := newReader(t, o)
-	p, _ := writeCacheFile(t, t.TempDir(), "c", Alignment, 1)
-	buf := alloc(t, r, Alignment)
-	res, err := r.ReadExtent(context.Background(), Extent{Path: p, Length: Alignment}, buf)
+	p, _ := writeCacheFile(t, t.TempDir(), "c", extents.Alignment, 1)
+	buf := alloc(t, r, extents.Alignment)
+	res, err := r.ReadExtent(context.Background(), extents.Extent{Path: p, Length: extents.Alignment}, buf)
 	if err != nil || res.Direct {
 		t.Fatalf("%+v %v", res, err)
 	}
@@ -222,7 +224,7 @@ func TestODirectRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ext := Extent{Path: "/proc/version", Length: int64(len(want))}
+	ext := extents.Extent{Path: "/proc/version", Length: int64(len(want))}
 	buf := alloc(t, r, ext.Length)
 	res, err := r.ReadExtent(context.Background(), ext, buf)
 	if err != nil || res.Direct || res.Path != PathGDS {
@@ -242,8 +244,8 @@ func TestODirectRefused(t *testing.T) {
 // and message.
 func TestCuFileErrorCodes(t *testing.T) {
 	fakes(t)
-	p, data := writeCacheFile(t, t.TempDir(), "c", 2*Alignment, 3)
-	ext := Extent{Path: p, Offset: Alignment, Length: 3000}
+	p, data := writeCacheFile(t, t.TempDir(), "c", 2*extents.Alignment, 3)
+	ext := extents.Extent{Path: p, Offset: extents.Alignment, Length: 3000}
 	ctx := context.Background()
 
 	checkErr := func(t *testing.T, err error, op string, code Status, cuErr int32) {
@@ -292,7 +294,7 @@ func TestCuFileErrorCodes(t *testing.T) {
 			f = fakes(t)
 			f.fail("cuFileBufRegister", int32(code), cuErr)
 			r = newReader(t, f.opts(ModeGDS))
-			buf := alloc(t, r, Alignment)
+			buf := alloc(t, r, extents.Alignment)
 			if buf.(*DeviceMem).Registered() {
 				t.Fatal("registered despite the failure")
 			}
@@ -312,13 +314,13 @@ func TestCuFileErrorCodes(t *testing.T) {
 			f = fakes(t)
 			f.fail("cuFileHandleRegister", int32(code), cuErr)
 			rg := newReader(t, f.opts(ModeGDS))
-			_, err = rg.ReadExtent(ctx, ext, alloc(t, rg, Alignment))
+			_, err = rg.ReadExtent(ctx, ext, alloc(t, rg, extents.Alignment))
 			checkErr(t, err, "cuFileHandleRegister", code, cuErr)
 			if !strings.Contains(err.Error(), p) {
 				t.Errorf("message %q does not name the file", err)
 			}
 			ra := newReader(t, f.opts(ModeAuto))
-			buf = alloc(t, ra, Alignment)
+			buf = alloc(t, ra, extents.Alignment)
 			res, err := ra.ReadExtent(ctx, ext, buf)
 			if code.fileUnsupported() {
 				if err != nil || res.Path != PathCompat || res.Direct {
@@ -338,9 +340,9 @@ func TestCuFileErrorCodes(t *testing.T) {
 func TestCuFileReadErrno(t *testing.T) {
 	f := fakes(t)
 	r := newReader(t, f.opts(ModeGDS))
-	p, _ := writeCacheFile(t, t.TempDir(), "c", Alignment, 3)
+	p, _ := writeCacheFile(t, t.TempDir(), "c", extents.Alignment, 3)
 	f.fail("cuFileRead", -1, int32(syscall.EIO))
-	_, err := r.ReadExtent(context.Background(), Extent{Path: p, Length: 10}, alloc(t, r, Alignment))
+	_, err := r.ReadExtent(context.Background(), extents.Extent{Path: p, Length: 10}, alloc(t, r, extents.Alignment))
 	if !errors.Is(err, syscall.EIO) || !strings.Contains(err.Error(), p) {
 		t.Fatalf("got %v, want EIO naming %s", err, p)
 	}
@@ -551,7 +553,7 @@ func TestPackedBatch(t *testing.T) {
 func TestShortFile(t *testing.T) {
 	f := fakes(t)
 	p, _ := writeCacheFile(t, t.TempDir(), "c", 3000, 1)
-	ext := Extent{Path: p, Offset: 0, Length: 5000}
+	ext := extents.Extent{Path: p, Offset: 0, Length: 5000}
 	for _, mode := range []Mode{ModeGDS, ModeCompat, ModeHost} {
 		r := newReader(t, f.opts(mode))
 		_, err := r.ReadExtent(context.Background(), ext, alloc(t, r, 5000))
@@ -560,12 +562,12 @@ func TestShortFile(t *testing.T) {
 		}
 	}
 	r := newReader(t, f.opts(ModeGDS))
-	_, err := r.ReadExtent(context.Background(), Extent{Path: p + ".missing", Length: 1}, alloc(t, r, 1))
+	_, err := r.ReadExtent(context.Background(), extents.Extent{Path: p + ".missing", Length: 1}, alloc(t, r, 1))
 	if !errors.Is(err, syscall.ENOENT) || !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing file: %v", err)
 	}
 	// In a batch: the evicted file is named with the extent's index.
-	exts := []Extent{{Path: p, Length: 10}, {Path: p + ".evicted", Offset: Alignment, Length: 10}}
+	exts := []extents.Extent{{Path: p, Length: 10}, {Path: p + ".evicted", Offset: extents.Alignment, Length: 10}}
 	_, size := r.BatchLayout(exts)
 	_, err = r.ReadBatch(context.Background(), exts, alloc(t, r, size))
 	if !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "extent 1 ("+p+".evicted@4096+10): ") {
@@ -620,7 +622,7 @@ func TestCloseReleasesEverything(t *testing.T) {
 	if _, err := r.Alloc(1); !errors.Is(err, ErrClosed) {
 		t.Errorf("Alloc after Close: %v", err)
 	}
-	if _, err := r.ReadExtent(context.Background(), Extent{Path: "x", Length: 1}, make(HostBuffer, 1)); !errors.Is(err, ErrClosed) {
+	if _, err := r.ReadExtent(context.Background(), extents.Extent{Path: "x", Length: 1}, make(HostBuffer, 1)); !errors.Is(err, ErrClosed) {
 		t.Errorf("ReadExtent after Close: %v", err)
 	}
 }
@@ -660,21 +662,21 @@ func TestChecksumEveryPath(t *testing.T) {
 			bad := l.exts[17]
 			flip(t, bad.Path, bad.Offset+bad.Length-1)
 			_, err = r.ReadBatch(context.Background(), l.exts, buf)
-			var ce *ChecksumError
-			if !errors.Is(err, ErrChecksum) || !errors.As(err, &ce) || ce.Extent != bad || !strings.HasPrefix(err.Error(), "extent 17 (") {
+			var ce *extents.ChecksumError
+			if !errors.Is(err, extents.ErrChecksum) || !errors.As(err, &ce) || ce.Extent != bad || !strings.HasPrefix(err.Error(), "extent 17 (") {
 				t.Fatalf("batch with a flipped byte: %v", err)
 			}
-			if _, err := r.ReadExtent(context.Background(), bad, buf); !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), bad.Sum.String()) {
+			if _, err := r.ReadExtent(context.Background(), bad, buf); !errors.Is(err, extents.ErrChecksum) || !strings.Contains(err.Error(), bad.Sum.String()) {
 				t.Fatalf("ReadExtent of the flipped sample: %v", err)
 			}
 			// Without a checksum nothing is verified: the caller's choice.
 			raw := bad
-			raw.Sum = Checksum{}
+			raw.Sum = extents.Checksum{}
 			if _, err := r.ReadExtent(context.Background(), raw, buf); err != nil {
 				t.Fatalf("extent without a checksum: %v", err)
 			}
 			// An empty extent with a checksum that is not the empty one's.
-			if _, err := r.ReadExtent(context.Background(), Extent{Path: "/nonexistent", Sum: NewChecksum(1)}, buf); !errors.Is(err, ErrChecksum) {
+			if _, err := r.ReadExtent(context.Background(), extents.Extent{Path: "/nonexistent", Sum: extents.NewChecksum(1)}, buf); !errors.Is(err, extents.ErrChecksum) {
 				t.Fatalf("empty extent, wrong checksum: %v", err)
 			}
 		})
@@ -682,33 +684,33 @@ func TestChecksumEveryPath(t *testing.T) {
 }
 
 // staticShard writes a shard directory by hand: the layout's cache files,
-// a manifest naming them, and sample files holding the true bytes, as the
-// mount would. Its manifest does not change when read again, so a
+// an extent list naming them, and sample files holding the true bytes, as the
+// mount would. Its extent list does not change when read again, so a
 // re-read cannot cure anything: what misses twice comes from the sample
 // files.
 func staticShard(t *testing.T, l *cacheLayout) (dir string, names []string) {
 	t.Helper()
 	dir = filepath.Dir(l.exts[0].Path)
-	var entries []ManifestEntry
+	var entries []extents.Entry
 	for i, e := range l.exts {
 		name := fmt.Sprintf("%03d.bin", i)
-		entries = append(entries, ManifestEntry{Sample: name, Extent: e})
+		entries = append(entries, extents.Entry{Sample: name, Extent: e})
 		names = append(names, name)
 		if err := os.WriteFile(filepath.Join(dir, name), l.want[i], 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var m bytes.Buffer
-	if err := WriteManifest(&m, entries); err != nil {
+	if err := extents.WriteList(&m, entries); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ManifestName), m.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, extents.ListName), m.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir, names
 }
 
-// TestReadSamplesNeverWrong: a corrupt entry that reading the manifest
+// TestReadSamplesNeverWrong: a corrupt entry that reading the extent list
 // again does not cure is read from its sample file, and counted; a sample
 // file that fails the checksum too is an error, never the bytes.
 func TestReadSamplesNeverWrong(t *testing.T) {
@@ -716,7 +718,7 @@ func TestReadSamplesNeverWrong(t *testing.T) {
 	r := newReader(t, f.opts(ModeGDS))
 	l := newCacheLayout(t, 2, 20)
 	dir, names := staticShard(t, l)
-	s, err := OpenShard(dir)
+	s, err := extents.OpenShard(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -732,7 +734,7 @@ func TestReadSamplesNeverWrong(t *testing.T) {
 	if res.Corrupt != 1 || res.FromMount != 1 || !res.Results[5].Corrupt || res.Results[5].Path != PathCompat {
 		t.Fatalf("%d corrupt, %d from the mount, result 5 %+v", res.Corrupt, res.FromMount, res.Results[5])
 	}
-	one, err := r.ReadSampleExtent(context.Background(), filepath.Join(dir, names[5]), s.entries[5].Extent, buf)
+	one, err := r.ReadSampleExtent(context.Background(), filepath.Join(dir, names[5]), bad, buf)
 	got := make([]byte, bad.Length)
 	if err == nil {
 		err = r.CopyToHost(got, buf, 0)
@@ -745,25 +747,26 @@ func TestReadSamplesNeverWrong(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, names[5]), make([]byte, bad.Length), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.ReadSamples(context.Background(), s, nil, buf); !errors.Is(err, ErrChecksum) || !strings.Contains(err.Error(), "sample "+names[5]+": ") || !strings.Contains(err.Error(), "through the mount") {
+	if _, err := r.ReadSamples(context.Background(), s, nil, buf); !errors.Is(err, extents.ErrChecksum) || !strings.Contains(err.Error(), "sample "+names[5]+": ") || !strings.Contains(err.Error(), "through the mount") {
 		t.Fatalf("ReadSamples with no true bytes: %v", err)
 	}
-	if _, err := r.ReadSampleExtent(context.Background(), filepath.Join(dir, names[5]), s.entries[5].Extent, buf); !errors.Is(err, ErrChecksum) {
+	if _, err := r.ReadSampleExtent(context.Background(), filepath.Join(dir, names[5]), bad, buf); !errors.Is(err, extents.ErrChecksum) {
 		t.Fatalf("ReadSampleExtent with no true bytes: %v", err)
 	}
 
-	// A manifest line without a checksum: read from the sample file, not
+	// An extent list line without a checksum: read from the sample file, not
 	// the cache, and not counted corrupt.
 	nosum := l.exts[7]
 	if err := os.WriteFile(filepath.Join(dir, names[5]), l.want[5], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s.entries[7].Sum = Checksum{}
+	ents := s.Entries()
+	ents[7].Sum = extents.Checksum{}
 	var m bytes.Buffer
-	if err := WriteManifest(&m, s.entries); err != nil {
+	if err := extents.WriteList(&m, ents); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, ManifestName), m.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, extents.ListName), m.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Refresh(); err != nil {

@@ -10,77 +10,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/deltafs/deltafs/extents"
 )
-
-// Shard is a deltafs shard directory (MOUNT/version/N/shard/K) with its
-// extent manifest loaded: where each of its samples lies in deltafs's disk
-// cache. Opening it reads MOUNT/.../shard/K/_extents.tsv, which makes the
-// mount write every sample of the shard to the disk cache that is not there
-// yet. Not safe for concurrent use with Refresh.
-type Shard struct {
-	dir     string
-	entries []ManifestEntry
-	index   map[string]int // sample path -> entries index
-}
-
-// OpenShard reads the extent manifest of the shard directory dir (which
-// materialises the shard in the mount's disk cache).
-func OpenShard(dir string) (*Shard, error) {
-	s := &Shard{dir: dir}
-	if err := s.Refresh(); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
-
-// Refresh reads the manifest again, which writes samples evicted from the
-// disk cache since the last read back into it (at the same places).
-func (s *Shard) Refresh() error {
-	entries, err := ReadManifestFile(filepath.Join(s.dir, ManifestName))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("gds: %s has no %s: not a deltafs shard directory, or the mount has no disk cache (--cache-dir none): %w", s.dir, ManifestName, err)
-		}
-		return fmt.Errorf("gds: shard %s: %w", s.dir, err)
-	}
-	index := make(map[string]int, len(entries))
-	for i, e := range entries {
-		index[e.Sample] = i
-	}
-	s.entries, s.index = entries, index
-	return nil
-}
-
-// Dir is the shard directory.
-func (s *Shard) Dir() string { return s.dir }
-
-// Samples lists the shard's samples (paths relative to Dir) in manifest
-// order, which is the shard's order.
-func (s *Shard) Samples() []string {
-	out := make([]string, len(s.entries))
-	for i, e := range s.entries {
-		out[i] = e.Sample
-	}
-	return out
-}
-
-// Extents returns the extents of samples (paths relative to Dir; nil: every
-// sample in manifest order). An unknown sample is an error naming it.
-func (s *Shard) Extents(samples []string) ([]Extent, error) {
-	if samples == nil {
-		return Extents(s.entries), nil
-	}
-	out := make([]Extent, len(samples))
-	for i, name := range samples {
-		j, ok := s.index[name]
-		if !ok {
-			return nil, fmt.Errorf("gds: shard %s has no sample %q", s.dir, name)
-		}
-		out[i] = s.entries[j].Extent
-	}
-	return out, nil
-}
 
 // evicted reports whether a read failed because a cache file is gone: the
 // entry was evicted since the extents were taken, the normal end of a
@@ -92,7 +24,7 @@ func evicted(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 // inside the extent (entries appear whole, by rename, so a short one was
 // damaged).
 func corrupt(err error) bool {
-	return errors.Is(err, ErrChecksum) || errors.Is(err, io.ErrUnexpectedEOF)
+	return errors.Is(err, extents.ErrChecksum) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // miss reports whether a read failed in a way that reading the sample
@@ -114,23 +46,23 @@ type ShardResult struct {
 }
 
 // ReadSamples reads samples of a shard (paths relative to its directory;
-// nil: all of them, in manifest order) into dst, sample i at the returned
+// nil: all of them, in list order) into dst, sample i at the returned
 // Offsets[i] (BatchLayout of their extents gives the size dst needs), with
 // up to Options.Parallelism reads in flight. Every sample is verified
-// against its manifest checksum.
+// against its extent list checksum.
 //
 // A miss is never returned as data: a sample whose cache file is gone
 // (evicted), ends inside its extent or fails its checksum (corrupt), or
-// whose manifest line has no checksum (deltafs could not cache it), is read
-// again after the manifest is read again (which re-materialises the shard:
-// deltafs verifies every entry and rewrites broken ones). Samples still
+// whose extent list line has no checksum (deltafs could not cache it), is
+// read again after the extent list is read again (which re-materialises
+// the shard: deltafs verifies every entry and rewrites broken ones). Samples still
 // missing or wrong then (a shard larger than the disk budget, a sample
 // deltafs could not cache) are read through the mount, from their sample
 // files, by host memory, and verified against their checksums when known;
 // they are counted in ShardResult.FromMount. Corrupt samples are counted in
 // ShardResult.Corrupt and logged. If the true bytes cannot be had, the
 // error says why and dst must not be used.
-func (r *Reader) ReadSamples(ctx context.Context, s *Shard, samples []string, dst DeviceBuffer) (ShardResult, error) {
+func (r *Reader) ReadSamples(ctx context.Context, s *extents.Shard, samples []string, dst DeviceBuffer) (ShardResult, error) {
 	names := samples
 	if names == nil {
 		names = s.Samples()
@@ -154,7 +86,7 @@ func (r *Reader) ReadSamples(ctx context.Context, s *Shard, samples []string, ds
 
 // readShard does ReadSamples' reads, misses and fallbacks. Call with r.mu
 // held.
-func (r *Reader) readShard(ctx context.Context, s *Shard, names []string, exts []Extent, dst DeviceBuffer, out *ShardResult) error {
+func (r *Reader) readShard(ctx context.Context, s *extents.Shard, names []string, exts []extents.Extent, dst DeviceBuffer, out *ShardResult) error {
 	var known, pending []int
 	for i, e := range exts {
 		if e.Sum.Known() {
@@ -182,21 +114,20 @@ func (r *Reader) readShard(ctx context.Context, s *Shard, names []string, exts [
 	}
 	note(misses)
 	if len(pending) > 0 {
-		// Read the manifest again: deltafs re-materialises the shard,
+		// Read the extent list again: deltafs re-materialises the shard,
 		// verifying every entry and rewriting the broken ones.
 		if err := s.Refresh(); err != nil {
 			return err
 		}
 		var again, toMount []int
 		for _, i := range pending {
-			j, ok := s.index[names[i]]
+			e, ok := s.Extent(names[i])
 			if !ok {
 				toMount = append(toMount, i)
 				continue
 			}
-			e := s.entries[j].Extent
 			if e.Length != exts[i].Length {
-				return fmt.Errorf("sample %s: %d bytes in the manifest read again, %d before", names[i], e.Length, exts[i].Length)
+				return fmt.Errorf("sample %s: %d bytes in the extent list read again, %d before", names[i], e.Length, exts[i].Length)
 			}
 			exts[i] = e
 			if e.Sum.Known() {
@@ -213,7 +144,7 @@ func (r *Reader) readShard(ctx context.Context, s *Shard, names []string, exts [
 		note(misses)
 		toMount = append(toMount, pending...)
 		for _, i := range toMount {
-			rr, err := r.readFile(ctx, filepath.Join(s.dir, names[i]), exts[i], dst, out.Offsets[i])
+			rr, err := r.readFile(ctx, filepath.Join(s.Dir(), names[i]), exts[i], dst, out.Offsets[i])
 			if err != nil {
 				return fmt.Errorf("sample %s: %w", names[i], err)
 			}
@@ -224,7 +155,7 @@ func (r *Reader) readShard(ctx context.Context, s *Shard, names []string, exts [
 	}
 	if firstCorrupt != nil {
 		slog.Warn("gds: cache bytes failed verification; those samples were read again (re-materialised, else through the mount)",
-			"shard", s.dir, "samples", out.Corrupt, "first", firstCorrupt)
+			"shard", s.Dir(), "samples", out.Corrupt, "first", firstCorrupt)
 	}
 	out.Bytes = 0
 	for _, rr := range out.Results {
@@ -237,7 +168,7 @@ func (r *Reader) readShard(ctx context.Context, s *Shard, names []string, exts [
 // misses (returned by index) and failing on any other error. Each pass
 // opens the cache files afresh: an entry rewritten since the last pass is
 // a new file at the same path.
-func (r *Reader) readPass(ctx context.Context, exts []Extent, idx []int, dst DeviceBuffer, out *ShardResult) (map[int]error, error) {
+func (r *Reader) readPass(ctx context.Context, exts []extents.Extent, idx []int, dst DeviceBuffer, out *ShardResult) (map[int]error, error) {
 	if len(idx) == 0 {
 		return nil, nil
 	}
@@ -261,9 +192,9 @@ func (r *Reader) readPass(ctx context.Context, exts []Extent, idx []int, dst Dev
 // bytes long, into dst at off through host memory (pread, plus a copy to
 // the device for a device buffer), verified against ext.Sum when known.
 // For sample files in the mount, which GDS cannot read.
-func (r *Reader) readFile(ctx context.Context, path string, ext Extent, dst DeviceBuffer, off int64) (Result, error) {
+func (r *Reader) readFile(ctx context.Context, path string, ext extents.Extent, dst DeviceBuffer, off int64) (Result, error) {
 	n := ext.Length
-	fe := Extent{Path: path, Length: n, Sum: ext.Sum}
+	fe := extents.Extent{Path: path, Length: n, Sum: ext.Sum}
 	if off < 0 || n > dst.Len()-off {
 		return Result{}, fmt.Errorf("gds: %s does not fit at offset %d of a %d-byte destination", fe, off, dst.Len())
 	}
@@ -291,7 +222,7 @@ func (r *Reader) readFile(ctx context.Context, path string, ext Extent, dst Devi
 		sum, err = r.readCompat(ctx, f, fe, dst.DevicePtr()+uintptr(off))
 	}
 	if err == nil {
-		if err = verify(fe, sum); err != nil {
+		if err = fe.Verify(sum); err != nil {
 			err = fmt.Errorf("read through the mount: %w", err)
 		}
 	}
@@ -301,68 +232,18 @@ func (r *Reader) readFile(ctx context.Context, path string, ext Extent, dst Devi
 	return res, nil
 }
 
-func wrapShard(s *Shard, err error) error {
+func wrapShard(s *extents.Shard, err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("gds: shard %s: %w", s.dir, err)
-}
-
-// SampleExtent returns where the bytes of the sample file at path (inside a
-// deltafs mount) lie in the disk cache, materialising it: from its extended
-// attribute XattrName when the mount serves it (--xattrs), else from the
-// manifest of its shard directory (its parent, or its grandparent for a
-// sample in a class folder), which materialises the whole shard.
-func SampleExtent(path string) (Extent, error) {
-	e, err := xattrExtent(path)
-	if err == nil {
-		return e, nil
-	}
-	if !errors.Is(err, errNoXattr) {
-		return Extent{}, fmt.Errorf("gds: %s: %w", path, err)
-	}
-	rel := filepath.Base(path)
-	for dir := filepath.Dir(path); ; {
-		if _, serr := os.Stat(filepath.Join(dir, ManifestName)); serr == nil {
-			s, err := OpenShard(dir)
-			if err != nil {
-				return Extent{}, err
-			}
-			x, err := s.Extents([]string{rel})
-			if err != nil {
-				return Extent{}, err
-			}
-			return x[0], nil
-		}
-		if strings.Contains(rel, "/") || dir == filepath.Dir(dir) {
-			return Extent{}, fmt.Errorf("gds: %s: no extent: the mount serves no %s attribute (mount with --xattrs) and no %s was found in its shard directory", path, XattrName, ManifestName)
-		}
-		rel = filepath.Base(dir) + "/" + rel
-		dir = filepath.Dir(dir)
-	}
-}
-
-// errNoXattr: the file has no extent attribute (the mount has no --xattrs,
-// or the filesystem has no xattrs).
-var errNoXattr = errors.New("no extent attribute")
-
-func xattrExtent(path string) (Extent, error) {
-	v, err := getxattr(path, XattrName)
-	if err != nil {
-		return Extent{}, err
-	}
-	var e Extent
-	if err := e.UnmarshalText(v); err != nil {
-		return Extent{}, fmt.Errorf("attribute %s: %w", XattrName, err)
-	}
-	return e, nil
+	return fmt.Errorf("gds: shard %s: %w", s.Dir(), err)
 }
 
 // ReadSample reads the sample file at path (inside a deltafs mount) into
 // the start of dst through its extent (see SampleExtent), verified against
 // the extent's checksum, as ReadSampleExtent does.
 func (r *Reader) ReadSample(ctx context.Context, path string, dst DeviceBuffer) (Result, error) {
-	e, err := SampleExtent(path)
+	e, err := extents.SampleExtent(path)
 	if err != nil {
 		return Result{}, err
 	}
@@ -379,7 +260,7 @@ func (r *Reader) ReadSample(ctx context.Context, path string, dst DeviceBuffer) 
 // sample file itself is read, through host memory, and verified. A
 // corrupt read is logged and reported as Result.Corrupt. If the true bytes
 // cannot be had, the error says why and dst must not be used.
-func (r *Reader) ReadSampleExtent(ctx context.Context, path string, e Extent, dst DeviceBuffer) (Result, error) {
+func (r *Reader) ReadSampleExtent(ctx context.Context, path string, e extents.Extent, dst DeviceBuffer) (Result, error) {
 	var (
 		res       Result
 		err       error
@@ -403,7 +284,7 @@ func (r *Reader) ReadSampleExtent(ctx context.Context, path string, e Extent, ds
 		if attempt == 1 {
 			break
 		}
-		again, err := SampleExtent(path)
+		again, err := extents.SampleExtent(path)
 		if err != nil {
 			// No extent now (the cache cannot keep the sample): the
 			// mount still serves the file.

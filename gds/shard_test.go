@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/extents"
 	"github.com/deltafs/deltafs/internal/mounttest"
 )
 
@@ -56,7 +57,7 @@ func mountDigits(t *testing.T, n int, cacheDir string, flags ...string) *mountte
 
 // checkBatch compares every sample in dst (at res.Offsets) with its file
 // under the mount.
-func checkBatch(t *testing.T, r *Reader, s *Shard, names []string, dst DeviceBuffer, res ShardResult) {
+func checkBatch(t *testing.T, r *Reader, s *extents.Shard, names []string, dst DeviceBuffer, res ShardResult) {
 	t.Helper()
 	for i, name := range names {
 		want, err := os.ReadFile(filepath.Join(s.Dir(), name))
@@ -74,10 +75,10 @@ func checkBatch(t *testing.T, r *Reader, s *Shard, names []string, dst DeviceBuf
 }
 
 // TestReadShardSamples reads every sample of a mounted shard into a (fake,
-// host-backed) device buffer by GDS through the shard's manifest, and
+// host-backed) device buffer by GDS through the shard's extent list, and
 // compares with the sample files; then evicts every entry from the disk
 // cache behind the mount's back and reads again: ReadSamples re-reads the
-// manifest (re-materialising) and gets the same bytes.
+// extent list (re-materialising) and gets the same bytes.
 func TestReadShardSamples(t *testing.T) {
 	f := fakes(t)
 	r := newReader(t, f.opts(ModeAuto))
@@ -87,7 +88,7 @@ func TestReadShardSamples(t *testing.T) {
 	cacheDir := t.TempDir()
 	m := mountDigits(t, 200, cacheDir)
 	for k := range 2 {
-		s, err := OpenShard(filepath.Join(m.Dir, "version", "0", "shard", fmt.Sprint(k)))
+		s, err := extents.OpenShard(filepath.Join(m.Dir, "version", "0", "shard", fmt.Sprint(k)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -138,7 +139,7 @@ func TestReadShardSamples(t *testing.T) {
 			t.Fatalf("unknown sample: %v", err)
 		}
 	}
-	if _, err := OpenShard(filepath.Join(m.Dir, "version", "0")); err == nil || !strings.Contains(err.Error(), "not a deltafs shard directory") {
+	if _, err := extents.OpenShard(filepath.Join(m.Dir, "version", "0")); err == nil || !strings.Contains(err.Error(), "not a deltafs shard directory") {
 		t.Fatalf("OpenShard on a version directory: %v", err)
 	}
 }
@@ -151,7 +152,7 @@ func TestReadShardTooSmallCache(t *testing.T) {
 	f := fakes(t)
 	r := newReader(t, f.opts(ModeAuto))
 	m := mountDigits(t, 40, t.TempDir(), "--cache-size", "4KiB", "--xattrs")
-	s, err := OpenShard(filepath.Join(m.Dir, "version", "0", "shard", "0"))
+	s, err := extents.OpenShard(filepath.Join(m.Dir, "version", "0", "shard", "0"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +181,7 @@ func TestReadShardTooSmallCache(t *testing.T) {
 }
 
 // TestReadSample reads single samples by path, through the xattr (--xattrs)
-// and through the shard manifest (without), also after eviction.
+// and through the shard's extent list (without), also after eviction.
 func TestReadSample(t *testing.T) {
 	f := fakes(t)
 	r := newReader(t, f.opts(ModeAuto))
@@ -204,7 +205,7 @@ func TestReadSample(t *testing.T) {
 				t.Fatal(err)
 			}
 			for pass := range 2 {
-				e, err := SampleExtent(p)
+				e, err := extents.SampleExtent(p)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -234,7 +235,7 @@ func TestReadSample(t *testing.T) {
 	if err := os.WriteFile(outside, []byte("png"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := SampleExtent(outside); err == nil || !strings.Contains(err.Error(), "no extent") {
+	if _, err := extents.SampleExtent(outside); err == nil || !strings.Contains(err.Error(), "no extent") {
 		t.Fatalf("a file outside a mount: %v", err)
 	}
 }
@@ -250,7 +251,7 @@ func TestExampleLoaderOnMount(t *testing.T) {
 	cacheDir := t.TempDir()
 	m := mountDigits(t, 120, cacheDir)
 	sd := filepath.Join(m.Dir, "version", "0", "shard", "0")
-	s, err := OpenShard(sd)
+	s, err := extents.OpenShard(sd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func TestExampleLoaderOnMount(t *testing.T) {
 			t.Fatal(err)
 		}
 		sum := sha256.Sum256(b)
-		want = append(want, hex.EncodeToString(sum[:])+"\t"+escapeField(name))
+		want = append(want, hex.EncodeToString(sum[:])+"\t"+listEscaper.Replace(name))
 	}
 	runLoader(t, sd, want, "; 0 corrupt in the cache (read again); 0 through the mount")
 	exts, _ := s.Extents(nil)
@@ -273,7 +274,7 @@ func TestExampleLoaderOnMount(t *testing.T) {
 	runLoader(t, sd, want, "; 0 corrupt in the cache (read again); 0 through the mount")
 	for _, e := range exts {
 		if _, err := os.Stat(e.Path); err != nil {
-			t.Fatalf("the loader's manifest read did not re-materialise %s: %v", e, err)
+			t.Fatalf("the loader's extent list read did not re-materialise %s: %v", e, err)
 		}
 	}
 }
@@ -281,27 +282,27 @@ func TestExampleLoaderOnMount(t *testing.T) {
 // damage is one way a cache entry goes wrong behind a reader's back.
 type damage struct {
 	name string
-	do   func(t *testing.T, ents []ManifestEntry) []string
+	do   func(t *testing.T, ents []extents.Entry) []string
 }
 
 // damages are the ways a cache entry goes wrong behind a reader's back,
 // after it took the extents: each damages some entries of ents and
 // returns the samples whose cache bytes are now wrong.
 var damages = []damage{
-	{"flip", func(t *testing.T, ents []ManifestEntry) []string {
+	{"flip", func(t *testing.T, ents []extents.Entry) []string {
 		// One byte in the middle of a payload: only a checksum tells.
 		e := ents[1]
 		flip(t, e.Path, e.Offset+e.Length/2)
 		return []string{e.Sample}
 	}},
-	{"truncate", func(t *testing.T, ents []ManifestEntry) []string {
+	{"truncate", func(t *testing.T, ents []extents.Entry) []string {
 		e := ents[2]
 		if err := os.Truncate(e.Path, e.Offset+e.Length/2); err != nil {
 			t.Fatal(err)
 		}
 		return []string{e.Sample}
 	}},
-	{"swap", func(t *testing.T, ents []ManifestEntry) []string {
+	{"swap", func(t *testing.T, ents []extents.Entry) []string {
 		// Two entries' files trade places: same layout, same length (the
 		// digits are all 880-byte PNGs), another sample's bytes.
 		a, b := ents[3], ents[4]
@@ -328,7 +329,7 @@ func captureLog(t *testing.T) *mounttest.SyncBuffer {
 }
 
 // sampleFiles reads every sample of s through the mount.
-func sampleFiles(t *testing.T, s *Shard) map[string][]byte {
+func sampleFiles(t *testing.T, s *extents.Shard) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	for _, name := range s.Samples() {
@@ -341,27 +342,27 @@ func sampleFiles(t *testing.T, s *Shard) map[string][]byte {
 	return out
 }
 
-// TestReadShardCorruptCache: on a real mount, the manifest's checksum of
+// TestReadShardCorruptCache: on a real mount, the extent list's checksum of
 // every sample is the CRC-32 of its file's bytes; then a cache entry is
 // damaged (a flipped payload byte, a truncation, two entries' files
-// swapped) after the shard's manifest was read. ReadSamples, by each path
+// swapped) after the shard's extent list was read. ReadSamples, by each path
 // (GDS through the fake cuFile, compat, host), returns exactly the sample
 // files' bytes, counts and logs the corrupt samples, and got them from the
-// cache again (the manifest read re-materialised them), not the mount.
+// cache again (the extent list read re-materialised them), not the mount.
 func TestReadShardCorruptCache(t *testing.T) {
 	f := fakes(t)
 	logs := captureLog(t)
 	cacheDir := t.TempDir()
 	m := mountDigits(t, 40, cacheDir)
 	sd := filepath.Join(m.Dir, "version", "0", "shard", "0")
-	s, err := OpenShard(sd)
+	s, err := extents.OpenShard(sd)
 	if err != nil {
 		t.Fatal(err)
 	}
 	files := sampleFiles(t, s)
-	for _, e := range s.entries {
-		if want := ChecksumOf(files[e.Sample]); e.Sum != want {
-			t.Fatalf("%s: manifest checksum %s, the sample file's CRC-32 is %s", e.Sample, e.Sum, want)
+	for _, e := range s.Entries() {
+		if want := extents.ChecksumOf(files[e.Sample]); e.Sum != want {
+			t.Fatalf("%s: extent list checksum %s, the sample file's CRC-32 is %s", e.Sample, e.Sum, want)
 		}
 	}
 	for _, mode := range []Mode{ModeGDS, ModeCompat, ModeHost} {
@@ -369,11 +370,11 @@ func TestReadShardCorruptCache(t *testing.T) {
 			t.Run(mode.String()+"/"+d.name, func(t *testing.T) {
 				f = fakes(t)
 				r := newReader(t, f.opts(mode))
-				s, err := OpenShard(sd) // re-materialises what the last case damaged
+				s, err := extents.OpenShard(sd) // re-materialises what the last case damaged
 				if err != nil {
 					t.Fatal(err)
 				}
-				bad := d.do(t, s.entries)
+				bad := d.do(t, s.Entries())
 				exts, _ := s.Extents(nil)
 				_, size := r.BatchLayout(exts)
 				dst := alloc(t, r, size)
@@ -401,7 +402,7 @@ func TestReadShardCorruptCache(t *testing.T) {
 					// cuFile read the damaged entries too, before and after.
 					reads := 0
 					for _, c := range f.calls("read") {
-						for _, e := range s.entries {
+						for _, e := range s.Entries() {
 							if slices.Contains(bad, e.Sample) && c.fields["path"] == e.Path {
 								reads++
 							}
@@ -428,21 +429,21 @@ func TestReadSampleCorruptCache(t *testing.T) {
 	for _, d := range damages {
 		f = fakes(t)
 		r := newReader(t, f.opts(ModeGDS))
-		s, err := OpenShard(sd)
+		s, err := extents.OpenShard(sd)
 		if err != nil {
 			t.Fatal(err)
 		}
 		files := sampleFiles(t, s)
-		var ents []ManifestEntry
-		for _, e := range s.entries {
-			x, err := SampleExtent(filepath.Join(sd, e.Sample))
+		var ents []extents.Entry
+		for _, e := range s.Entries() {
+			x, err := extents.SampleExtent(filepath.Join(sd, e.Sample))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if x != e.Extent || x.Sum != ChecksumOf(files[e.Sample]) {
-				t.Fatalf("%s: xattr %s crc %s, manifest %s crc %s, file crc %s", e.Sample, x, x.Sum, e.Extent, e.Sum, ChecksumOf(files[e.Sample]))
+			if x != e.Extent || x.Sum != extents.ChecksumOf(files[e.Sample]) {
+				t.Fatalf("%s: xattr %s crc %s, extent list %s crc %s, file crc %s", e.Sample, x, x.Sum, e.Extent, e.Sum, extents.ChecksumOf(files[e.Sample]))
 			}
-			ents = append(ents, ManifestEntry{Sample: e.Sample, Extent: x})
+			ents = append(ents, extents.Entry{Sample: e.Sample, Extent: x})
 		}
 		bad := d.do(t, ents)
 		dst := alloc(t, r, 1<<20)
@@ -468,7 +469,7 @@ func TestReadSampleCorruptCache(t *testing.T) {
 	}
 }
 
-// loaderDriver reads a shard's manifest with examples/gds/loader.py, says
+// loaderDriver reads a shard's extent list with examples/gds/loader.py, says
 // "ready", waits for a line on stdin, then reads every sample by the
 // loader's ExtentReader and prints each one's SHA-256 and escaped name,
 // and the corrupt and through-the-mount counts. With "kvikio" it runs the
@@ -494,7 +495,7 @@ class CuFile:
         return Future(len(data))
     def close(self): os.close(self.fd)
 
-exts = loader.read_manifest(os.path.join(shard, loader.MANIFEST_NAME))
+exts = loader.read_extent_list(os.path.join(shard, loader.LIST_NAME))
 print("ready", flush=True)
 sys.stdin.readline()
 reader = loader.ExtentReader("cpu", use_kvikio=False, shard_dir=shard)
@@ -509,7 +510,7 @@ print("%s corrupt %d mount %d" % (reader.path, reader.corrupt, reader.fallbacks)
 `
 
 // TestExampleLoaderCorruptCache: examples/gds/loader.py reads a mounted
-// shard's manifest, then a cache entry is damaged; the loader still
+// shard's extent list, then a cache entry is damaged; the loader still
 // delivers exactly the sample files' bytes, warns about the corrupt samples
 // and counts them, and took them from the re-materialised cache. Both its
 // plain path and its kvikio branch (against a stand-in for kvikio: see
@@ -533,7 +534,7 @@ func TestExampleLoaderCorruptCache(t *testing.T) {
 	for _, run := range runs {
 		d := run.d
 		d.name = run.mode + "/" + d.name
-		s, err := OpenShard(sd)
+		s, err := extents.OpenShard(sd)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -560,7 +561,7 @@ func TestExampleLoaderCorruptCache(t *testing.T) {
 			cmd.Wait()
 			t.Fatalf("driver: %q %v\n%s", line, err, stderr.String())
 		}
-		bad := d.do(t, s.entries)
+		bad := d.do(t, s.Entries())
 		stdin.Write([]byte("go\n"))
 		rest, _ := io.ReadAll(out)
 		err = cmd.Wait()

@@ -3,29 +3,10 @@
 package gds
 
 import (
-	"errors"
 	"os"
 
 	"golang.org/x/sys/unix"
 )
-
-// openRead opens path for reading, with O_DIRECT when direct is set. A
-// filesystem that refuses O_DIRECT (EINVAL: tmpfs on older kernels, some
-// FUSE and network filesystems) gets a plain open instead; isDirect tells
-// which happened.
-func openRead(path string, direct bool) (f *os.File, isDirect bool, err error) {
-	if direct {
-		f, err = os.OpenFile(path, os.O_RDONLY|unix.O_DIRECT, 0)
-		if err == nil {
-			return f, true, nil
-		}
-		if !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EOPNOTSUPP) {
-			return nil, false, err
-		}
-	}
-	f, err = os.Open(path)
-	return f, false, err
-}
 
 // statfsType returns the filesystem magic number (statfs f_type) of path.
 func statfsType(path string) (int64, error) {

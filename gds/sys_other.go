@@ -2,17 +2,9 @@
 
 package gds
 
-import (
-	"errors"
-	"os"
-)
+import "errors"
 
 var errNotLinux = errors.New("gds: only supported on Linux")
-
-func openRead(path string, direct bool) (*os.File, bool, error) {
-	f, err := os.Open(path)
-	return f, false, err
-}
 
 func statfsType(path string) (int64, error) { return 0, errNotLinux }
 

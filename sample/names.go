@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/deltafs/deltafs/extents"
 )
 
 // MaxNameBytes is the longest file name Linux accepts.
@@ -151,12 +153,12 @@ func pathHash(path string) string {
 }
 
 // reserved reports whether a name is one deltafs gives its own entries in
-// a shard directory (the manifests) or to nulls. A sample or class whose
+// a shard directory (the sample and extent lists) or to nulls. A sample or class whose
 // escaped name would be one gets its first byte escaped instead
 // (escapeFirst), which UnescapeName still reverses.
 func reserved(name string) bool {
 	switch name {
-	case ManifestName, ExtentsName, NullName:
+	case ListName, extents.ListName, NullName:
 		return true
 	}
 	return false

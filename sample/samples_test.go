@@ -154,9 +154,9 @@ func TestImageSamples(t *testing.T) {
 	if _, err := sh.Content(context.Background(), pos5); !errors.As(err, &se) {
 		t.Fatalf("wrong-length pixels: %v, want a SampleError", err)
 	}
-	manifest := string(sh.Manifest())
-	if lines := strings.Split(strings.TrimSuffix(manifest, "\n"), "\n"); len(lines) != 12 || lines[3] != "03/3.png\t"+fmt.Sprint(sh.Size(pos))+"\t03\t3" {
-		t.Fatalf("manifest:\n%s", manifest)
+	list := string(sh.List())
+	if lines := strings.Split(strings.TrimSuffix(list, "\n"), "\n"); len(lines) != 12 || lines[3] != "03/3.png\t"+fmt.Sprint(sh.Size(pos))+"\t03\t3" {
+		t.Fatalf("list:\n%s", list)
 	}
 }
 
@@ -381,17 +381,17 @@ func TestReservedNames(t *testing.T) {
 	if got := fmt.Sprint(sh.Classes()); got != "[%5F_null__ %5Fextents.tsv %5Fsamples.tsv __null__]" {
 		t.Fatalf("classes %s", got)
 	}
-	lines := strings.Split(string(sh.Manifest()), "\n")
+	lines := strings.Split(string(sh.List()), "\n")
 	if lines[2] != "%5F_null__/3.png\t"+fmt.Sprint(sh.Size(2))+"\t%5F_null__\t3" || lines[3] != "__null__/4.png\t"+fmt.Sprint(sh.Size(3))+"\t__null__\t4" {
-		t.Fatalf("manifest:\n%s", sh.Manifest())
+		t.Fatalf("sample list:\n%s", sh.List())
 	}
 }
 
-// TestManifestExact: _samples.tsv's size (computed from field lengths)
+// TestSampleListExact: _samples.tsv's size (computed from field lengths)
 // and its bytes read at any offset agree with its lines formatted one by
 // one, for ids that are integers, nulls, duplicates, reserved names, long
 // and escaped strings, with and without class folders.
-func TestManifestExact(t *testing.T) {
+func TestSampleListExact(t *testing.T) {
 	long := strings.Repeat("é", 200)
 	tbl := memtable.New("id:string", "label:string", "data:binary")
 	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: [][]any{
@@ -409,12 +409,12 @@ func TestManifestExact(t *testing.T) {
 			}
 			want = fmt.Appendf(want, "\t%s\n", sh.ID(pos))
 		}
-		if sh.ManifestSize() != int64(len(want)) || string(sh.Manifest()) != string(want) {
-			t.Fatalf("%+v: manifest of %d bytes, want %d:\n%s\nwant:\n%s", spec, sh.ManifestSize(), len(want), sh.Manifest(), want)
+		if sh.ListSize() != int64(len(want)) || string(sh.List()) != string(want) {
+			t.Fatalf("%+v: sample list of %d bytes, want %d:\n%s\nwant:\n%s", spec, sh.ListSize(), len(want), sh.List(), want)
 		}
 		for off := range len(want) {
 			b := make([]byte, 7)
-			n := sh.ManifestAt(b, int64(off))
+			n := sh.ListAt(b, int64(off))
 			if string(b[:n]) != string(want[off:min(len(want), off+7)]) {
 				t.Fatalf("%+v: bytes at %d: %q, want %q", spec, off, b[:n], want[off:min(len(want), off+7)])
 			}

@@ -3,17 +3,19 @@ package sample
 import (
 	"context"
 	"fmt"
-	"github.com/cespare/xxhash/v2"
 	"math"
 	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/cespare/xxhash/v2"
+
 	"github.com/deltafs/deltafs/snapshot"
 )
 
-// ManifestName is the name of a shard's manifest; no sample takes it.
-const ManifestName = "_samples.tsv"
+// ListName is the name of a shard's sample list; no sample takes it. (The
+// shard's extent list is extents.ListName, _extents.tsv.)
+const ListName = "_samples.tsv"
 
 // Shard is one shard of a version, with names, classes and sizes.
 // Positions (0 .. Len-1) are the samples in shard order: data files in
@@ -42,8 +44,8 @@ type Shard struct {
 	classes []string          // class folder names, sorted
 	members [][]int32         // positions in each class folder
 
-	manifestOffs []int64 // byte offset of every manifestBlock-th line
-	manifestSize int64
+	listOffs []int64 // byte offset of every listBlock-th line
+	listSize int64
 }
 
 // segment is the part of one data file inside a shard: n of its live rows
@@ -106,7 +108,7 @@ func (sh *Shard) index(width int) error {
 		}
 		sh.v.s.log.Warn("rows share ids: every one is kept, the later ones renamed <id>~N", "table", sh.v.s.location(), "version", sh.v.snap.Version, "shard", sh.k, "renamed", len(sh.dups), "example", string(example))
 	}
-	sh.indexManifest()
+	sh.indexList()
 	return nil
 }
 
@@ -434,7 +436,7 @@ func (sh *Shard) ID(pos int) string {
 // MemBytes estimates the memory the shard's own index holds (beyond its
 // files' metadata).
 func (sh *Shard) MemBytes() int64 {
-	n := int64(len(sh.table))*4 + int64(len(sh.manifestOffs))*8 + int64(len(sh.dups))*48
+	n := int64(len(sh.table))*4 + int64(len(sh.listOffs))*8 + int64(len(sh.dups))*48
 	for _, m := range sh.members {
 		n += int64(cap(m)) * 4
 	}
@@ -444,18 +446,18 @@ func (sh *Shard) MemBytes() int64 {
 	return n
 }
 
-// The shard's manifest, _samples.tsv: one line per sample, in shard
+// The shard's sample list, _samples.tsv: one line per sample, in shard
 // order: path relative to the shard directory, size in bytes, class folder
 // ("" without classes), id (escaped as in the name), tab-separated. No
 // field contains a tab or newline (names are escaped). It is generated
-// from the index for the range read (ManifestAt), never held whole: the
-// index keeps the byte offset of every manifestBlock-th line.
+// from the index for the range read (ListAt), never held whole: the
+// index keeps the byte offset of every listBlock-th line.
 
-// manifestBlock is the number of lines between two kept offsets.
-const manifestBlock = 1024
+// listBlock is the number of lines between two kept offsets.
+const listBlock = 1024
 
-// manifestLine appends the manifest line of the sample at pos.
-func (sh *Shard) manifestLine(b []byte, pos int) []byte {
+// listLine appends the sample list's line of the sample at pos.
+func (sh *Shard) listLine(b []byte, pos int) []byte {
 	b = append(b, sh.Path(pos)...)
 	b = append(b, '\t')
 	b = strconv.AppendInt(b, sh.Size(pos), 10)
@@ -468,19 +470,19 @@ func (sh *Shard) manifestLine(b []byte, pos int) []byte {
 	return append(b, '\n')
 }
 
-// indexManifest computes the manifest's size and block offsets, from the
+// indexList computes the sample list's size and block offsets, from the
 // lengths of its fields (no line is formatted, except for the rare names
 // that are fitted or escaped).
-func (sh *Shard) indexManifest() {
-	sh.manifestOffs = make([]int64, 0, sh.n/manifestBlock+2)
+func (sh *Shard) indexList() {
+	sh.listOffs = make([]int64, 0, sh.n/listBlock+2)
 	var off int64
 	var buf []byte
 	pos := 0
 	for i := range sh.segs {
 		sg := &sh.segs[i]
 		for j := range sg.n {
-			if pos%manifestBlock == 0 {
-				sh.manifestOffs = append(sh.manifestOffs, off)
+			if pos%listBlock == 0 {
+				sh.listOffs = append(sh.listOffs, off)
 			}
 			li := sg.ordinal(j)
 			idLen := sg.fs.ids.stemLen(li, sg.fs.row(li))
@@ -502,7 +504,7 @@ func (sh *Shard) indexManifest() {
 			pos++
 		}
 	}
-	sh.manifestSize = off
+	sh.listSize = off
 }
 
 // sizeAt is the size of live row li of segment sg's file.
@@ -530,21 +532,21 @@ func decimalLen(x int64) int {
 	return n
 }
 
-// ManifestSize is the size of _samples.tsv in bytes.
-func (sh *Shard) ManifestSize() int64 { return sh.manifestSize }
+// ListSize is the size of the sample list, _samples.tsv, in bytes.
+func (sh *Shard) ListSize() int64 { return sh.listSize }
 
-// ManifestAt fills p with _samples.tsv from offset off, returning the
-// bytes filled (0 at or past the end).
-func (sh *Shard) ManifestAt(p []byte, off int64) int {
-	if off >= sh.manifestSize || len(p) == 0 {
+// ListAt fills p with the sample list, _samples.tsv, from offset off,
+// returning the bytes filled (0 at or past the end).
+func (sh *Shard) ListAt(p []byte, off int64) int {
+	if off >= sh.listSize || len(p) == 0 {
 		return 0
 	}
-	blk := sort.Search(len(sh.manifestOffs), func(i int) bool { return sh.manifestOffs[i] > off }) - 1
-	at := sh.manifestOffs[blk]
+	blk := sort.Search(len(sh.listOffs), func(i int) bool { return sh.listOffs[i] > off }) - 1
+	at := sh.listOffs[blk]
 	var line []byte
 	got := 0
-	for pos := blk * manifestBlock; pos < sh.Len() && got < len(p); pos++ {
-		line = sh.manifestLine(line[:0], pos)
+	for pos := blk * listBlock; pos < sh.Len() && got < len(p); pos++ {
+		line = sh.listLine(line[:0], pos)
 		end := at + int64(len(line))
 		if end > off {
 			from := max(0, off-at)
@@ -556,10 +558,10 @@ func (sh *Shard) ManifestAt(p []byte, off int64) int {
 	return got
 }
 
-// Manifest is the whole of _samples.tsv (for tests and small shards).
-func (sh *Shard) Manifest() []byte {
-	b := make([]byte, sh.manifestSize)
-	return b[:sh.ManifestAt(b, 0)]
+// List is the whole sample list, _samples.tsv (for tests and small shards).
+func (sh *Shard) List() []byte {
+	b := make([]byte, sh.listSize)
+	return b[:sh.ListAt(b, 0)]
 }
 
 // ReadAt reads the content of the sample at pos, like io.ReaderAt but
@@ -582,6 +584,19 @@ func (sh *Shard) ReadAt(ctx context.Context, pos int, p []byte, off int64) (int,
 func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
 	sg, li := sh.seg(pos)
 	return sh.r.mode.content(ctx, sh, sg, li)
+}
+
+// SampleKey names the sample at pos by content identity, for caching each
+// sample's bytes as one unit (the disk-cache extents of package
+// extents/materialize): the data file and its size, the physical row, and
+// what of the spec shapes the bytes (the data column; the image encoding
+// and shape; for JSON samples the schema). Versions and shards sharing a
+// data file share the keys. It never fails: the shard was built from
+// readable files (the error is for callers that treat keys uniformly).
+func (sh *Shard) SampleKey(pos int) (CacheKey, error) {
+	sg, li := sh.seg(pos)
+	col, unit := sh.r.mode.sampleKey(sh.v, sg.fs.row(li))
+	return CacheKey{Kind: "sample", File: sg.ref.Path, Version: sg.ref.identity(), Column: col, Unit: unit}, nil
 }
 
 // Fill reads what the sample at pos needs into the caches without encoding

@@ -1,9 +1,9 @@
 // Command floor is the FUSE floor for deltafs's benchmarks: a minimal go-fuse
 // server that serves N files of a fixed size from memory, with the same
 // kernel options deltafs uses (zero-message open, long timeouts, cached
-// listings, no xattrs), and a `_samples.tsv` manifest naming them as
+// listings, no xattrs), and a `_samples.tsv` sample list naming them as
 // deltafs's does, so that a reader finds the files the same way on both
-// (by the manifest: a LOOKUP and a READ per file; by a listing: the
+// (by the sample list: a LOOKUP and a READ per file; by a listing: the
 // listing's attributes, then a READ per file). A cold epoch over it is the
 // fastest any FUSE filesystem can be on this machine; deltafs's cold epoch
 // is measured against it.
@@ -27,9 +27,9 @@ import (
 
 type root struct {
 	fs.Inode
-	files    int
-	data     []byte
-	manifest []byte // _samples.tsv: name, size, class, id per line
+	files   int
+	data    []byte
+	samples []byte // _samples.tsv, the sample list: name, size, class, id per line
 }
 
 type file struct {
@@ -53,10 +53,10 @@ func name(i int) string { return fmt.Sprintf("%08d.bin", i) }
 func (r *root) Lookup(ctx context.Context, n string, out *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
 	if n == "_samples.tsv" {
 		out.Attr.Mode = syscall.S_IFREG | 0o444
-		out.Attr.Size = uint64(len(r.manifest))
+		out.Attr.Size = uint64(len(r.samples))
 		out.SetEntryTimeout(hour)
 		out.SetAttrTimeout(hour)
-		return r.NewInode(ctx, &file{data: r.manifest}, fs.StableAttr{Mode: syscall.S_IFREG, Ino: 2}), 0
+		return r.NewInode(ctx, &file{data: r.samples}, fs.StableAttr{Mode: syscall.S_IFREG, Ino: 2}), 0
 	}
 	var i int
 	if _, err := fmt.Sscanf(n, "%08d.bin", &i); err != nil || i < 0 || i >= r.files || name(i) != n {
@@ -111,12 +111,12 @@ func main() {
 	for i := range data {
 		data[i] = byte(i * 31)
 	}
-	var manifest []byte
+	var samples []byte
 	for i := range *files {
-		manifest = fmt.Appendf(manifest, "%s\t%d\t\t%08d\n", name(i), *size, i)
+		samples = fmt.Appendf(samples, "%s\t%d\t\t%08d\n", name(i), *size, i)
 	}
 	hourD := hour
-	srv, err := fs.Mount(flag.Arg(0), &root{files: *files, data: data, manifest: manifest}, &fs.Options{
+	srv, err := fs.Mount(flag.Arg(0), &root{files: *files, data: data, samples: samples}, &fs.Options{
 		EntryTimeout: &hourD, AttrTimeout: &hourD, NegativeTimeout: &hourD,
 		MountOptions: fuse.MountOptions{FsName: "floor", Name: "floor", DisableXAttrs: true, MaxBackground: 64, Options: []string{"ro"}},
 	})

@@ -2,7 +2,7 @@
 // every regular file under the given roots with open, read to EOF, close —
 // what a data loader does per sample — from T threads, and prints one JSON
 // line: files, bytes, seconds, files/s, MB/s. The file list is gathered
-// before the clock starts (a `_samples.tsv` manifest is used when present,
+// before the clock starts (a `_samples.tsv` sample list is used when present,
 // as a loader would), so the figure is read throughput only.
 //
 //	readloop -threads 8 ROOT [ROOT ...]
@@ -26,7 +26,7 @@ import (
 
 func main() {
 	threads := flag.Int("threads", 1, "concurrent readers")
-	list := flag.Bool("list", false, "find the files by listing their directories, even where a _samples.tsv manifest is")
+	list := flag.Bool("list", false, "find the files by listing their directories, even where a _samples.tsv sample list is")
 	flag.Parse()
 	var files []string
 	for _, root := range flag.Args() {

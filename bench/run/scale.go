@@ -218,25 +218,25 @@ func (b *bench) scaleRun(sp scaleSpec, table, tmpfs string, r int) error {
 	if err != nil {
 		return err
 	}
-	manifest := filepath.Join(root, "_samples.tsv")
+	sampleList := filepath.Join(root, "_samples.tsv")
 
-	// The first sample as a loader with a manifest gets it: stat and open
+	// The first sample as a loader with a sample list gets it: stat and open
 	// _samples.tsv, read its first line, open and read that sample.
 	var statTook, first time.Duration
 	_, err = g.run("first sample (manifest)", lim.step, func(ctx context.Context) error {
 		t := time.Now()
-		if _, err := os.Stat(manifest); err != nil {
+		if _, err := os.Stat(sampleList); err != nil {
 			return err
 		}
 		statTook = time.Since(t)
-		f, err := os.Open(manifest)
+		f, err := os.Open(sampleList)
 		if err != nil {
 			return err
 		}
 		line, err := bufio.NewReader(f).ReadString('\n')
 		f.Close()
 		if err != nil {
-			return fmt.Errorf("%s: first line: %v", manifest, err)
+			return fmt.Errorf("%s: first line: %v", sampleList, err)
 		}
 		rel, _, _ := strings.Cut(line, "\t")
 		if err := checkSample(filepath.Join(root, rel)); err != nil {

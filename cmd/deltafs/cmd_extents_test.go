@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/deltafs/deltafs/extents"
 	"github.com/deltafs/deltafs/gds"
 	"github.com/deltafs/deltafs/internal/mounttest"
 )
@@ -40,7 +41,7 @@ func readSamples(t *testing.T, sd string) map[string][]byte {
 
 // preadExtent reads an extent from its cache file, failing the test when
 // the extent is not 4 KiB-aligned inside cacheDir or cannot be read whole.
-func preadExtent(t *testing.T, cacheDir string, e gds.Extent) []byte {
+func preadExtent(t *testing.T, cacheDir string, e extents.Extent) []byte {
 	t.Helper()
 	if !e.Aligned() || !strings.HasPrefix(e.Path, cacheDir+"/") {
 		t.Fatalf("extent %s: not 4 KiB-aligned inside the cache %s", e, cacheDir)
@@ -57,55 +58,55 @@ func preadExtent(t *testing.T, cacheDir string, e gds.Extent) []byte {
 	return b
 }
 
-// checkManifest reads the shard's _extents.tsv (which materialises the
+// checkExtentList reads the shard's _extents.tsv (which materialises the
 // shard) and checks that every sample is listed once and that its extent
 // holds exactly the sample file's bytes. It returns the extents.
-func checkManifest(t *testing.T, sd, cacheDir string, want map[string][]byte) []gds.ManifestEntry {
+func checkExtentList(t *testing.T, sd, cacheDir string, want map[string][]byte) []extents.Entry {
 	t.Helper()
-	entries, err := gds.ReadManifestFile(filepath.Join(sd, gds.ManifestName))
+	entries, err := extents.ReadListFile(filepath.Join(sd, extents.ListName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(entries) != len(want) {
-		t.Fatalf("%s: manifest lists %d samples, the shard has %d", sd, len(entries), len(want))
+		t.Fatalf("%s: extent list lists %d samples, the shard has %d", sd, len(entries), len(want))
 	}
 	seen := map[string]bool{}
 	for _, e := range entries {
 		w, ok := want[e.Sample]
 		if !ok || seen[e.Sample] {
-			t.Fatalf("manifest sample %q: unknown or listed twice", e.Sample)
+			t.Fatalf("extent list sample %q: unknown or listed twice", e.Sample)
 		}
 		seen[e.Sample] = true
 		if got := preadExtent(t, cacheDir, e.Extent); !bytes.Equal(got, w) {
 			t.Fatalf("%s: extent %s holds %d bytes that differ from the sample file's %d", e.Sample, e.Extent, len(got), len(w))
 		}
-		if e.Sum != gds.ChecksumOf(w) {
-			t.Fatalf("%s: manifest checksum %s, the sample file's CRC-32 is %s", e.Sample, e.Sum, gds.ChecksumOf(w))
+		if e.Sum != extents.ChecksumOf(w) {
+			t.Fatalf("%s: extent list checksum %s, the sample file's CRC-32 is %s", e.Sample, e.Sum, extents.ChecksumOf(w))
 		}
 	}
 	return entries
 }
 
 // xattrExtent reads a sample file's extent attribute.
-func xattrExtent(path string) (gds.Extent, error) {
+func xattrExtent(path string) (extents.Extent, error) {
 	buf := make([]byte, 4096)
-	n, err := unix.Getxattr(path, gds.XattrName, buf)
+	n, err := unix.Getxattr(path, extents.XattrName, buf)
 	for errors.Is(err, unix.EINTR) {
 		// The Go runtime's preemption signal interrupted the FUSE request
 		// (the mount answers EINTR, as it should): ask again.
-		n, err = unix.Getxattr(path, gds.XattrName, buf)
+		n, err = unix.Getxattr(path, extents.XattrName, buf)
 	}
 	if err != nil {
-		return gds.Extent{}, err
+		return extents.Extent{}, err
 	}
-	var e gds.Extent
+	var e extents.Extent
 	return e, e.UnmarshalText(buf[:n])
 }
 
 // checkXattrs checks every sample's extent attribute against its bytes.
-func checkXattrs(t *testing.T, sd, cacheDir string, want map[string][]byte) map[string]gds.Extent {
+func checkXattrs(t *testing.T, sd, cacheDir string, want map[string][]byte) map[string]extents.Extent {
 	t.Helper()
-	out := map[string]gds.Extent{}
+	out := map[string]extents.Extent{}
 	for p, w := range want {
 		e, err := xattrExtent(filepath.Join(sd, p))
 		if err != nil {
@@ -114,8 +115,8 @@ func checkXattrs(t *testing.T, sd, cacheDir string, want map[string][]byte) map[
 		if got := preadExtent(t, cacheDir, e); !bytes.Equal(got, w) {
 			t.Fatalf("%s: xattr extent %s holds bytes that differ from the sample file", p, e)
 		}
-		if e.Sum != gds.ChecksumOf(w) {
-			t.Fatalf("%s: xattr checksum %s, the sample file's CRC-32 is %s", p, e.Sum, gds.ChecksumOf(w))
+		if e.Sum != extents.ChecksumOf(w) {
+			t.Fatalf("%s: xattr checksum %s, the sample file's CRC-32 is %s", p, e.Sum, extents.ChecksumOf(w))
 		}
 		out[p] = e
 	}
@@ -138,7 +139,7 @@ func importDigits(t *testing.T, bin string, digits []digit, rowsPerFile int) str
 }
 
 // TestMountExtentsImages: on an imported MNIST-like table served as PNGs in
-// two shards, the manifest and the xattr of every sample give extents that
+// two shards, the extent list and the xattr of every sample give extents that
 // hold exactly the sample file's bytes; after `deltafs cache clear` they
 // are materialised again, at the same places, with the same bytes.
 func TestMountExtentsImages(t *testing.T) {
@@ -156,8 +157,8 @@ func TestMountExtentsImages(t *testing.T) {
 				t.Fatalf("%s: not a PNG", p)
 			}
 		}
-		// The manifest is listed, and its size is right before any read.
-		fi, err := os.Stat(filepath.Join(sd, gds.ManifestName))
+		// The extent list is listed, and its size is right before any read.
+		fi, err := os.Stat(filepath.Join(sd, extents.ListName))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,17 +168,17 @@ func TestMountExtentsImages(t *testing.T) {
 		}
 		names, err := d.Readdirnames(3) // unsorted: the mount's order
 		d.Close()
-		if err != nil || len(names) < 2 || names[0] != "_samples.tsv" || names[1] != gds.ManifestName {
-			t.Fatalf("listing starts %v (%v), want the two manifests", names, err)
+		if err != nil || len(names) < 2 || names[0] != "_samples.tsv" || names[1] != extents.ListName {
+			t.Fatalf("listing starts %v (%v), want the sample list and the extent list", names, err)
 		}
-		before := checkManifest(t, sd, cacheRoot(cacheDir), want)
-		if raw, _ := os.ReadFile(filepath.Join(sd, gds.ManifestName)); int64(len(raw)) != fi.Size() {
-			t.Fatalf("manifest: %d bytes, stat said %d", len(raw), fi.Size())
+		before := checkExtentList(t, sd, cacheRoot(cacheDir), want)
+		if raw, _ := os.ReadFile(filepath.Join(sd, extents.ListName)); int64(len(raw)) != fi.Size() {
+			t.Fatalf("extent list: %d bytes, stat said %d", len(raw), fi.Size())
 		}
 		xa := checkXattrs(t, sd, cacheRoot(cacheDir), want)
 		for _, e := range before {
 			if xa[e.Sample] != e.Extent {
-				t.Fatalf("%s: xattr %s, manifest %s", e.Sample, xa[e.Sample], e.Extent)
+				t.Fatalf("%s: xattr %s, extent list %s", e.Sample, xa[e.Sample], e.Extent)
 			}
 		}
 		// Evict everything behind the mount's back.
@@ -197,8 +198,8 @@ func TestMountExtentsImages(t *testing.T) {
 		if _, err := os.Stat(before[0].Path); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("one xattr materialised other samples too: %v", err)
 		}
-		// Re-reading the manifest re-materialises the whole shard.
-		after := checkManifest(t, sd, cacheRoot(cacheDir), want)
+		// Re-reading the extent list re-materialises the whole shard.
+		after := checkExtentList(t, sd, cacheRoot(cacheDir), want)
 		if fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Fatal("extents moved after re-materialisation")
 		}
@@ -211,7 +212,7 @@ func TestMountExtentsImages(t *testing.T) {
 
 // TestMountExtentsEvictedByBudget: with a disk budget that holds about one
 // shard, materialising shard 1 evicts shard 0's samples; reading shard 0's
-// manifest again brings them back.
+// extent list again brings them back.
 func TestMountExtentsEvictedByBudget(t *testing.T) {
 	bin := mounttest.Binary(t)
 	table := importDigits(t, bin, readMNIST(t)[:300], 150)
@@ -221,8 +222,8 @@ func TestMountExtentsEvictedByBudget(t *testing.T) {
 	m := mounttest.Start(t, bin, table, "--image", "28x28", "--shards", "2", "--cache-dir", cacheDir, "--cache-size", "1800KiB")
 	sd := func(k int) string { return filepath.Join(m.Dir, "version", "0", "shard", strconv.Itoa(k)) }
 	want0, want1 := readSamples(t, sd(0)), readSamples(t, sd(1))
-	first := checkManifest(t, sd(0), cacheRoot(cacheDir), want0)
-	checkManifest(t, sd(1), cacheRoot(cacheDir), want1)
+	first := checkExtentList(t, sd(0), cacheRoot(cacheDir), want0)
+	checkExtentList(t, sd(1), cacheRoot(cacheDir), want1)
 	gone := 0
 	for _, e := range first {
 		if _, err := os.Stat(e.Path); errors.Is(err, os.ErrNotExist) {
@@ -232,7 +233,7 @@ func TestMountExtentsEvictedByBudget(t *testing.T) {
 	if gone == 0 {
 		t.Fatal("materialising shard 1 evicted nothing of shard 0: the budget does not bite")
 	}
-	again := checkManifest(t, sd(0), cacheRoot(cacheDir), want0)
+	again := checkExtentList(t, sd(0), cacheRoot(cacheDir), want0)
 	if fmt.Sprint(again) != fmt.Sprint(first) {
 		t.Fatal("extents moved after re-materialisation")
 	}
@@ -273,7 +274,7 @@ func TestMountExtentsRawBytes(t *testing.T) {
 			}
 		}
 		checkXattrs(t, sd, cacheRoot(cacheDir), want)
-		before := checkManifest(t, sd, cacheRoot(cacheDir), want)
+		before := checkExtentList(t, sd, cacheRoot(cacheDir), want)
 		for _, e := range before { // evict half the entries by hand
 			if e.Length%2 == 0 {
 				os.Remove(e.Path)
@@ -283,7 +284,7 @@ func TestMountExtentsRawBytes(t *testing.T) {
 		for _, e := range before {
 			os.Remove(e.Path)
 		}
-		if after := checkManifest(t, sd, cacheRoot(cacheDir), want); fmt.Sprint(after) != fmt.Sprint(before) {
+		if after := checkExtentList(t, sd, cacheRoot(cacheDir), want); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Fatal("extents moved after re-materialisation")
 		}
 	}
@@ -349,11 +350,11 @@ func TestMountXattrsOff(t *testing.T) {
 }
 
 // TestMountExtentsUnreadableFile: a data file that vanishes after its
-// shard was indexed fails only its own samples: the manifest still reads,
+// shard was indexed fails only its own samples: the extent list still reads,
 // the other file's samples have valid extents, the vanished file's samples
 // have none (their cache files are missing, their sample files fail with
 // EIO) and the mount log names the file. A mount that indexes the table
-// after the file vanished leaves its samples out of the manifest.
+// after the file vanished leaves its samples out of the extent list.
 func TestMountExtentsUnreadableFile(t *testing.T) {
 	bin := mounttest.Binary(t)
 	table := newDeltaTable(t, filepath.Join(t.TempDir(), "t"))
@@ -391,12 +392,12 @@ func TestMountExtentsUnreadableFile(t *testing.T) {
 	if err := os.Remove(filepath.Join(table.dir, paths[vanish])); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := gds.ReadManifestFile(filepath.Join(sd, gds.ManifestName))
+	entries, err := extents.ReadListFile(filepath.Join(sd, extents.ListName))
 	if err != nil {
-		t.Fatalf("manifest with one vanished data file: %v", err)
+		t.Fatalf("extent list with one vanished data file: %v", err)
 	}
 	if len(entries) != 40 {
-		t.Fatalf("%d manifest lines, want 40", len(entries))
+		t.Fatalf("%d extent list lines, want 40", len(entries))
 	}
 	for _, e := range entries {
 		if w, ok := good[e.Sample]; ok {
@@ -429,20 +430,20 @@ func TestMountExtentsUnreadableFile(t *testing.T) {
 	// Indexed after the file vanished: the shard fails whole (EIO), or
 	// with --skip-unreadable lists the readable samples only.
 	m2 := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--cache-dir", t.TempDir())
-	if _, err := gds.ReadManifestFile(filepath.Join(m2.Dir, "version", "0", "shard", "0", gds.ManifestName)); !errors.Is(err, syscall.EIO) {
-		t.Fatalf("manifest of a shard whose data file vanished before indexing: %v, want EIO", err)
+	if _, err := extents.ReadListFile(filepath.Join(m2.Dir, "version", "0", "shard", "0", extents.ListName)); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("extent list of a shard whose data file vanished before indexing: %v, want EIO", err)
 	}
 	m3 := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--cache-dir", t.TempDir(), "--skip-unreadable")
-	entries, err = gds.ReadManifestFile(filepath.Join(m3.Dir, "version", "0", "shard", "0", gds.ManifestName))
+	entries, err = extents.ReadListFile(filepath.Join(m3.Dir, "version", "0", "shard", "0", extents.ListName))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(entries) != 20 {
-		t.Fatalf("--skip-unreadable: %d manifest lines, want the 20 readable samples", len(entries))
+		t.Fatalf("--skip-unreadable: %d extent list lines, want the 20 readable samples", len(entries))
 	}
 	for _, e := range entries {
 		if _, ok := good[e.Sample]; !ok {
-			t.Fatalf("manifest lists %s of the vanished file", e.Sample)
+			t.Fatalf("extent list lists %s of the vanished file", e.Sample)
 		}
 	}
 }
@@ -480,11 +481,11 @@ func flipByte(t *testing.T, p string, off int64) {
 	}
 }
 
-// damageEntries damages three kinds of cache entries of a manifest's
+// damageEntries damages three kinds of cache entries of an extent list's
 // samples behind the mount's back: a flipped payload byte, a truncated
 // file, and two entries' files swapped (equal lengths: only the checksum,
 // or the entry's key, can tell). It returns the damaged samples.
-func damageEntries(t *testing.T, entries []gds.ManifestEntry) []string {
+func damageEntries(t *testing.T, entries []extents.Entry) []string {
 	t.Helper()
 	flip, cut, a, b := entries[0], entries[1], entries[2], entries[3]
 	flipByte(t, flip.Path, flip.Offset+flip.Length/2)
@@ -505,11 +506,11 @@ func damageEntries(t *testing.T, entries []gds.ManifestEntry) []string {
 // TestMountExtentsCorruptEntries: cache entries damaged after a shard's
 // _extents.tsv was read (a flipped payload byte, a truncation, two files
 // swapped) are caught by readers and repaired by the mount:
-//   - a gds.Reader (host path) reading the shard through the manifest it
+//   - a gds.Reader (host path) reading the shard through the extent list it
 //     read before the damage returns exactly the sample files' bytes,
 //     counting the four damaged samples as corrupt and none from the mount;
-//   - its read of the manifest again made the mount drop and rewrite them
-//     (the mount log names the dropped entries), so the manifest's
+//   - its read of the extent list again made the mount drop and rewrite them
+//     (the mount log names the dropped entries), so the extent list's
 //     extents hold the true bytes and its checksums are their CRC-32;
 //   - the xattr of a sample whose entry is damaged rewrites it too, and a
 //     sample read through an extent taken before the damage is right;
@@ -524,8 +525,8 @@ func TestMountExtentsCorruptEntries(t *testing.T) {
 	sd := filepath.Join(m.Dir, "version", "0", "shard", "1")
 	want := readSamples(t, sd)
 
-	// A first read at offset 1000 of a manifest never read: materialised.
-	mp := filepath.Join(sd, gds.ManifestName)
+	// A first read at offset 1000 of an extent list never read: materialised.
+	mp := filepath.Join(sd, extents.ListName)
 	fi, err := os.Stat(mp)
 	if err != nil {
 		t.Fatal(err)
@@ -543,10 +544,10 @@ func TestMountExtentsCorruptEntries(t *testing.T) {
 	if bytes.Contains(tail[:n], []byte("--------")) {
 		t.Fatalf("a first read at offset 1000 served unknown checksums:\n%s", tail[:n])
 	}
-	before := checkManifest(t, sd, cacheRoot(cacheDir), want)
+	before := checkExtentList(t, sd, cacheRoot(cacheDir), want)
 	full, err := os.ReadFile(mp)
 	if err != nil || int64(len(full)) != fi.Size() || !bytes.Equal(full[1000:], tail[:n]) {
-		t.Fatalf("manifest: %d bytes (stat at lookup: %d), tail equal %v, %v", len(full), fi.Size(), bytes.Equal(full[1000:], tail[:n]), err)
+		t.Fatalf("extent list: %d bytes (stat at lookup: %d), tail equal %v, %v", len(full), fi.Size(), bytes.Equal(full[1000:], tail[:n]), err)
 	}
 
 	r, err := gds.NewReader(gds.Options{Mode: gds.ModeHost})
@@ -554,7 +555,7 @@ func TestMountExtentsCorruptEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	s, err := gds.OpenShard(sd)
+	s, err := extents.OpenShard(sd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,7 +576,7 @@ func TestMountExtentsCorruptEntries(t *testing.T) {
 	if res.Corrupt != len(bad) || res.FromMount != 0 {
 		t.Fatalf("%d corrupt, %d from the mount; want %d corrupt, re-materialised", res.Corrupt, res.FromMount, len(bad))
 	}
-	after := checkManifest(t, sd, cacheRoot(cacheDir), want)
+	after := checkExtentList(t, sd, cacheRoot(cacheDir), want)
 	if fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Fatal("extents moved after re-materialisation")
 	}

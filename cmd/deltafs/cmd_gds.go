@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/deltafs/deltafs/extents"
 	"github.com/deltafs/deltafs/gds"
 )
 
@@ -289,7 +290,7 @@ type gdsBenchOptions struct {
 }
 
 func (o *gdsBenchOptions) AddFlags(f *pflag.FlagSet) {
-	f.StringVar(&o.Manifest, "manifest", "", "read the extents of this _extents.tsv")
+	f.StringVar(&o.Manifest, "manifest", "", "read the extents of this extent list (a shard's _extents.tsv)")
 	f.StringVar(&o.Dir, "dir", "", "read every regular file under this directory, each as one sample")
 	f.StringVar(&o.Mode, "mode", "auto", "reader path: auto, gds (fail without GDS), compat or host")
 	f.IntVar(&o.Device, "device", 0, "CUDA device ordinal")
@@ -312,7 +313,7 @@ func newGDSBenchCmd() *cobra.Command {
 and report GB/s and samples/s for both. The samples are the extents of a shard's
 _extents.tsv (--manifest), or every regular file under --dir.
 
-Samples of a manifest are verified against their CRC-32 on every path, inside the
+Samples of an extent list are verified against their CRC-32 on every path, inside the
 timed reads (on the gds path by copying each sample back from the GPU); a mismatch
 (a damaged cache file) fails the run with the extent it is in.
 
@@ -337,13 +338,13 @@ func runGDSBench(ctx context.Context, opts gdsBenchOptions, w io.Writer) error {
 	if opts.Batch <= 0 || opts.Parallelism <= 0 || opts.Repeat <= 0 || opts.Limit < 0 {
 		return usageError{errors.New("gds bench: --batch, --parallel and --repeat must be positive, --limit not negative")}
 	}
-	var exts []gds.Extent
+	var exts []extents.Extent
 	if opts.Manifest != "" {
-		entries, err := gds.ReadManifestFile(opts.Manifest)
+		entries, err := extents.ReadListFile(opts.Manifest)
 		if err != nil {
 			return err
 		}
-		exts = gds.Extents(entries)
+		exts = extents.Extents(entries)
 	} else if exts, err = dirExtents(opts.Dir); err != nil {
 		return err
 	}
@@ -456,8 +457,8 @@ func runGDSBench(ctx context.Context, opts gdsBenchOptions, w io.Writer) error {
 }
 
 // dirExtents returns one extent per regular file under dir, sorted by path.
-func dirExtents(dir string) ([]gds.Extent, error) {
-	var exts []gds.Extent
+func dirExtents(dir string) ([]extents.Extent, error) {
+	var exts []extents.Extent
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -473,7 +474,7 @@ func dirExtents(dir string) ([]gds.Extent, error) {
 		if err != nil {
 			return err
 		}
-		exts = append(exts, gds.Extent{Path: abs, Offset: 0, Length: fi.Size()})
+		exts = append(exts, extents.Extent{Path: abs, Offset: 0, Length: fi.Size()})
 		return nil
 	})
 	sort.Slice(exts, func(i, j int) bool { return exts[i].Path < exts[j].Path })

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/extents"
 	"github.com/deltafs/deltafs/gds"
 )
 
@@ -167,40 +168,40 @@ func TestGDSProbeWithFakeLibraries(t *testing.T) {
 }
 
 // benchFiles writes n sample files and a cache file holding the same
-// samples at 4 KiB-aligned offsets, with its manifest.
-func benchFiles(t *testing.T, n int) (dir, manifest string) {
+// samples at 4 KiB-aligned offsets, with its extent list.
+func benchFiles(t *testing.T, n int) (dir, extentList string) {
 	t.Helper()
 	dir = t.TempDir()
 	cacheDir := t.TempDir()
 	var cache []byte
-	var entries []gds.ManifestEntry
+	var entries []extents.Entry
 	for i := 0; i < n; i++ {
 		b := bytes.Repeat([]byte{byte(i), byte(i >> 8), 0x5a}, 1000+i*37)
 		name := filepath.Join(dir, fmt.Sprintf("s%04d.bin", i))
 		if err := os.WriteFile(name, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		off := (int64(len(cache)) + gds.Alignment - 1) / gds.Alignment * gds.Alignment
+		off := (int64(len(cache)) + extents.Alignment - 1) / extents.Alignment * extents.Alignment
 		cache = append(cache, make([]byte, off-int64(len(cache)))...)
 		cache = append(cache, b...)
-		entries = append(entries, gds.ManifestEntry{Sample: filepath.Base(name), Extent: gds.Extent{Path: "cache.blk", Offset: off, Length: int64(len(b)), Sum: gds.ChecksumOf(b)}})
+		entries = append(entries, extents.Entry{Sample: filepath.Base(name), Extent: extents.Extent{Path: "cache.blk", Offset: off, Length: int64(len(b)), Sum: extents.ChecksumOf(b)}})
 	}
 	if err := os.WriteFile(filepath.Join(cacheDir, "cache.blk"), cache, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var m bytes.Buffer
-	if err := gds.WriteManifest(&m, entries); err != nil {
+	if err := extents.WriteList(&m, entries); err != nil {
 		t.Fatal(err)
 	}
-	manifest = filepath.Join(cacheDir, gds.ManifestName)
-	if err := os.WriteFile(manifest, m.Bytes(), 0o644); err != nil {
+	extentList = filepath.Join(cacheDir, extents.ListName)
+	if err := os.WriteFile(extentList, m.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return dir, manifest
+	return dir, extentList
 }
 
 func TestGDSBench(t *testing.T) {
-	dir, manifest := benchFiles(t, 100)
+	dir, extentList := benchFiles(t, 100)
 	ctx := context.Background()
 	base := gdsBenchOptions{Mode: "auto", Batch: 16, Parallelism: 3, Repeat: 2, Verify: true}
 
@@ -218,13 +219,13 @@ func TestGDSBench(t *testing.T) {
 		}
 	}
 
-	// The fake libraries: the GDS path, from the manifest's one cache file.
+	// The fake libraries: the GDS path, from the extent list's one cache file.
 	cufile, cuda := buildFakeLibs(t)
 	t.Setenv(gds.EnvCuFileLib, cufile)
 	t.Setenv(gds.EnvCUDALib, cuda)
 	out.Reset()
 	o = base
-	o.Manifest = manifest
+	o.Manifest = extentList
 	o.Mode = "gds"
 	o.Cold = true
 	if err := runGDSBench(ctx, o, &out); err != nil {
@@ -238,13 +239,13 @@ func TestGDSBench(t *testing.T) {
 	}
 }
 
-// TestGDSBenchCorruptEntry: a byte flipped in the manifest's cache file
+// TestGDSBenchCorruptEntry: a byte flipped in the extent list's cache file
 // fails the bench, by the cuFile path (fake libraries) and by plain pread,
 // with one line naming the extent and the checksums: it never measures
 // (or verifies as right) bytes that are not the samples'.
 func TestGDSBenchCorruptEntry(t *testing.T) {
-	_, manifest := benchFiles(t, 40)
-	entries, err := gds.ReadManifestFile(manifest)
+	_, extentList := benchFiles(t, 40)
+	entries, err := extents.ReadListFile(extentList)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestGDSBenchCorruptEntry(t *testing.T) {
 	cufile, cuda := buildFakeLibs(t)
 	env := []string{gds.EnvCuFileLib + "=" + cufile, gds.EnvCUDALib + "=" + cuda}
 	for _, mode := range []string{"gds", "host"} {
-		out, errOut, code := runDeltafs(t, env, "gds", "bench", "--manifest", manifest, "--mode", mode, "--batch", "8", "--verify")
+		out, errOut, code := runDeltafs(t, env, "gds", "bench", "--manifest", extentList, "--mode", mode, "--batch", "8", "--verify")
 		line := strings.TrimRight(errOut, "\n")
 		if code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, "checksum mismatch") || !strings.Contains(line, bad.Sum.String()) || !strings.Contains(line, bad.Path) {
 			t.Errorf("--mode %s: exit %d, stderr %q, stdout:\n%s", mode, code, errOut, out)

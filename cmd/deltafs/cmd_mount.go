@@ -14,8 +14,8 @@ import (
 
 	"github.com/deltafs/deltafs/cache"
 	"github.com/deltafs/deltafs/extents"
+	"github.com/deltafs/deltafs/extents/materialize"
 	dfs "github.com/deltafs/deltafs/fs"
-	"github.com/deltafs/deltafs/gds"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/storage/s3store"
 )
@@ -46,7 +46,7 @@ func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.Immutable, "immutable-timeout", 24*time.Hour, "kernel entry/attribute timeout under version/N (versions never change)")
 	f.Int64Var(&o.KernelInodes, "kernel-inodes", dfs.DefaultKernelInodes, "listings give entries their attributes (sparing a first open its LOOKUP) while the kernel holds fewer than this many of the mount's inodes, about 1.1 KiB of kernel memory each; past it, names only (0: names only, always)")
 	o.cacheFlags.addFlags(f)
-	f.BoolVar(&o.Xattrs, "xattrs", false, "serve each sample file's disk-cache extent as the xattr "+gds.XattrName+" (materialising it on demand); off by default because xattrs cost ls -l a round trip per file")
+	f.BoolVar(&o.Xattrs, "xattrs", false, "serve each sample file's disk-cache extent as the xattr "+extents.XattrName+" (materialising it on demand); off by default because xattrs cost ls -l a round trip per file")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. localhost:9100; default: none)")
 	f.BoolVar(&o.Nonempty, "nonempty", false, "mount over a directory that holds files (hidden until the unmount); without it such a mount point is refused")
 	f.BoolVar(&o.AllowOther, "allow-other", false, "let other users read the mount (needs user_allow_other in /etc/fuse.conf when not root)")
@@ -131,7 +131,7 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	}
 	if pages.Dir() != "" {
 		// Every shard gets _extents.tsv; --xattrs adds the per-file xattr.
-		if rootOpts.Extents, err = extents.New(pages, st.Location(), nil); err != nil {
+		if rootOpts.Extents, err = materialize.New(pages, st.Location(), nil); err != nil {
 			return err
 		}
 		rootOpts.Xattrs = o.Xattrs

@@ -91,7 +91,7 @@ func hashShard(t *testing.T, sd string) map[string][32]byte {
 // TestMountFailClosed: a data file that cannot be indexed — deleted
 // before its shard is listed, truncated, a page that fails its checksum,
 // a row count the log gets wrong — fails the whole shard (the listing,
-// the manifest and every name in it give EIO) with an error log line
+// the sample list and every name in it give EIO) with an error log line
 // naming the table, the version, the file and the cause; never empty
 // placeholder files, never a smaller listing. --skip-unreadable lists
 // exactly the other files' samples, byte-identical to an undamaged mount,

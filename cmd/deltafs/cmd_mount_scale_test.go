@@ -93,7 +93,7 @@ func TestMountMillionSamples(t *testing.T) {
 	must(t, err)
 	t.Logf("listed %d entries in %v", len(names), time.Since(start))
 	if len(names) != n+1 {
-		t.Fatalf("%d entries, want %d samples and the manifest", len(names), n)
+		t.Fatalf("%d entries, want %d samples and the sample list", len(names), n)
 	}
 	for i, name := range names[1:] {
 		if want := strconv.Itoa(i) + ".bin"; name != want {
@@ -135,7 +135,7 @@ func TestMountMillionSamples(t *testing.T) {
 			t.Fatalf("sample %d after drop_caches: %v", i, err)
 		}
 	}
-	// The manifest streams every line.
+	// The sample list streams every line.
 	mf, err := os.Open(filepath.Join(sd, "_samples.tsv"))
 	must(t, err)
 	defer mf.Close()
@@ -143,12 +143,12 @@ func TestMountMillionSamples(t *testing.T) {
 	lines := 0
 	for sc.Scan() {
 		if want := fmt.Sprintf("%d.bin\t16\t\t%d", lines, lines); sc.Text() != want {
-			t.Fatalf("manifest line %d: %q, want %q", lines, sc.Text(), want)
+			t.Fatalf("sample list line %d: %q, want %q", lines, sc.Text(), want)
 		}
 		lines++
 	}
 	must(t, sc.Err())
 	if lines != n {
-		t.Fatalf("manifest: %d lines", lines)
+		t.Fatalf("sample list: %d lines", lines)
 	}
 }

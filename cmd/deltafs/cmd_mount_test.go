@@ -164,7 +164,7 @@ func chunk(rows []digit, n int) [][]digit {
 }
 
 // samplesUnder lists the sample files under a shard directory (relative
-// paths, not the manifest).
+// paths, not the sample list).
 func samplesUnder(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
@@ -247,7 +247,7 @@ func TestMountMNIST(t *testing.T) {
 			}
 		}
 	}
-	// The manifest agrees with the tree.
+	// The sample list agrees with the tree.
 	tsv, err := os.ReadFile(filepath.Join(sd, "_samples.tsv"))
 	if err != nil {
 		t.Fatal(err)
@@ -255,20 +255,20 @@ func TestMountMNIST(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(string(tsv), "\n"), "\n")
 	tree := samplesUnder(t, sd)
 	if len(lines) != 10000 || len(tree) != 10000 {
-		t.Fatalf("manifest %d lines, tree %d samples", len(lines), len(tree))
+		t.Fatalf("sample list %d lines, tree %d samples", len(lines), len(tree))
 	}
 	sort.Strings(tree)
 	var fromTSV []string
 	for _, l := range lines {
 		f := strings.Split(l, "\t")
 		if len(f) != 4 || f[1] != strconv.FormatInt(size, 10) || f[0] != f[2]+"/"+f[3]+".png" {
-			t.Fatalf("manifest line %q", l)
+			t.Fatalf("sample list line %q", l)
 		}
 		fromTSV = append(fromTSV, f[0])
 	}
 	sort.Strings(fromTSV)
 	if fmt.Sprint(fromTSV) != fmt.Sprint(tree) {
-		t.Fatal("manifest paths differ from the tree")
+		t.Fatal("sample list paths differ from the tree")
 	}
 	// Writes fail with EROFS.
 	some := filepath.Join(sd, "7", "60000.png")
@@ -293,7 +293,7 @@ func TestMountMNIST(t *testing.T) {
 	if err != nil || !strings.Contains(string(commit), `"rows": 10000`) {
 		t.Errorf("_commit.json: %s %v", commit, err)
 	}
-	// 10,000 listed, 1 in 97 per class read (plus the manifest): the
+	// 10,000 listed, 1 in 97 per class read (plus the sample list): the
 	// counters say so.
 	st := readStats(t, m.Dir)
 	if st.Index.Samples != 10000 || st.Reads.Samples == 0 || st.Reads.Errors != 0 || st.Reads.Latency.Count < uint64(st.Reads.Samples) {

@@ -100,7 +100,7 @@ func hungTable(t *testing.T) (table string, stuck <-chan struct{}) {
 
 // startStuck mounts the hung table and gets a read stuck in it: a reader
 // that holds a file of the mount open (so the mount point is busy) looks up
-// the shard's manifest, which needs the hung file's footer. It returns the
+// the shard's sample list, which needs the hung file's footer. It returns the
 // mount and the reader (killed at cleanup).
 func startStuck(t *testing.T) *mounttest.Mount {
 	t.Helper()

@@ -2,8 +2,8 @@
 """Load a deltafs shard's samples into tensors straight from the disk cache.
 
 A deltafs shard directory holds `_extents.tsv`: for every sample, the cache
-file and byte range that hold its bytes, and their CRC-32 (see gds/doc.go,
-"Manifest format"). With RAPIDS kvikio and a GPU, each sample is read by
+file and byte range that hold its bytes, and their CRC-32 (see extents/doc.go,
+"Extent list format"). With RAPIDS kvikio and a GPU, each sample is read by
 cuFile (GPUDirect Storage) from the cache file into a CUDA tensor, bypassing
 FUSE and host memory. Without them, it is read with os.pread into a CPU
 tensor, then copied to the GPU if one was asked for. The bytes are the same
@@ -19,10 +19,10 @@ Reading `_extents.tsv` makes deltafs write every sample of the shard to its
 disk cache, verifying the entries already there and rewriting broken ones
 (it is read with O_DIRECT, so each read reaches deltafs). A sample whose
 cache file has since vanished (evicted), ends early or fails its checksum
-(corrupt, logged as a warning) is a miss: the manifest is read again, which
+(corrupt, logged as a warning) is a miss: the extent list is read again, which
 re-materialises it, and it is read once more; if it misses again, or has no
 checksum (deltafs could not cache it), it is read through the mount instead
-(the sample file next to the manifest) and verified. Wrong bytes are never
+(the sample file next to the extent list) and verified. Wrong bytes are never
 returned: when the true ones cannot be had, the loader fails.
 
     /usr/bin/python3 examples/gds/loader.py MOUNT/latest/shard/0/_extents.tsv \\
@@ -31,7 +31,7 @@ returned: when the true ones cannot be had, the loader fails.
 prints how many samples and bytes it read, by which path, how fast, how
 many were corrupt in the cache and how many had to be read through the
 mount; --sha256 also prints each sample's SHA-256 and name (escaped as in
-the manifest), tab-separated.
+the extent list), tab-separated.
 """
 import argparse
 import hashlib
@@ -49,7 +49,7 @@ try:  # RAPIDS kvikio: Python bindings for cuFile.
 except ImportError:  # no kvikio: POSIX reads
     kvikio = None
 
-MANIFEST_NAME = "_extents.tsv"
+LIST_NAME = "_extents.tsv"
 HEADER = "sample\tpath\toffset\tlength\tcrc32"
 OLD_HEADER = "sample\tpath\toffset\tlength"  # before checksums: refused
 UNKNOWN_CRC = "--------"  # a sample deltafs could not cache
@@ -59,7 +59,7 @@ _ESCAPES = {"\\": "\\", "t": "\t", "n": "\n", "r": "\r"}
 
 
 def unescape(field: str) -> str:
-    """Reverse the manifest's escaping of backslash, tab, newline and CR."""
+    """Reverse the extent list's escaping of backslash, tab, newline and CR."""
     if "\\" not in field:
         return field
     out, i = [], 0
@@ -77,7 +77,7 @@ def unescape(field: str) -> str:
 
 
 def escape(field: str) -> str:
-    """The manifest's escaping: backslash, tab, newline and CR."""
+    """The extent list's escaping: backslash, tab, newline and CR."""
     return field.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
@@ -125,33 +125,33 @@ def _read_all(path: str) -> bytes:
         return f.read()
 
 
-def read_manifest(manifest: str) -> List[Extent]:
+def read_extent_list(list_path: str) -> List[Extent]:
     """Parse an _extents.tsv; relative cache paths are relative to it. The
     header line is required: it names the format."""
-    base = os.path.dirname(os.path.abspath(manifest))
+    base = os.path.dirname(os.path.abspath(list_path))
     out = []
-    lines = _read_all(manifest).decode("utf-8").split("\n")
+    lines = _read_all(list_path).decode("utf-8").split("\n")
     first = lines[0].rstrip("\r")
     if first == OLD_HEADER:
-        raise ValueError("%s: manifest without checksums, written by a deltafs older than this loader: "
-                         "remount the table with this deltafs" % manifest)
+        raise ValueError("%s: extent list without checksums, written by a deltafs older than this loader: "
+                         "remount the table with this deltafs" % list_path)
     if first != HEADER:
-        raise ValueError("%s: not an extent manifest (the first line is not %r)" % (manifest, HEADER))
+        raise ValueError("%s: not an extent list (the first line is not %r)" % (list_path, HEADER))
     for lineno, line in enumerate(lines[1:], 2):
         line = line.rstrip("\r")
         if not line:
             continue
         fields = line.split("\t")
         if len(fields) != 5:
-            raise ValueError("%s:%d: want 5 tab-separated fields" % (manifest, lineno))
+            raise ValueError("%s:%d: want 5 tab-separated fields" % (list_path, lineno))
         sample, path = unescape(fields[0]), unescape(fields[1])
         offset, length = int(fields[2]), int(fields[3])
         try:
             crc = parse_crc(fields[4])
         except ValueError as e:
-            raise ValueError("%s:%d: %s" % (manifest, lineno, e)) from None
+            raise ValueError("%s:%d: %s" % (list_path, lineno, e)) from None
         if not sample or not path or offset < 0 or length < 0:
-            raise ValueError("%s:%d: bad entry" % (manifest, lineno))
+            raise ValueError("%s:%d: bad entry" % (list_path, lineno))
         out.append(Extent(sample, os.path.join(base, path), offset, length, crc))
     return out
 
@@ -170,7 +170,7 @@ class Corrupt(Miss):
 
 
 class NoChecksum(Miss):
-    """The manifest has no checksum for the sample (deltafs could not cache
+    """The extent list has no checksum for the sample (deltafs could not cache
     it): its bytes cannot be verified, so it is read through the mount."""
 
 
@@ -178,10 +178,10 @@ def _check(ext: Extent, data) -> None:
     """Raise NoChecksum or Corrupt unless data (ext.length bytes) has
     ext's CRC-32."""
     if ext.crc is None:
-        raise NoChecksum("%s: no checksum in the manifest" % ext.sample)
+        raise NoChecksum("%s: no checksum in the extent list" % ext.sample)
     got = zlib.crc32(data)
     if got != ext.crc:
-        raise Corrupt("%s: cache bytes at %s@%d+%d have CRC-32 %08x, the manifest says %08x" % (
+        raise Corrupt("%s: cache bytes at %s@%d+%d have CRC-32 %08x, the extent list says %08x" % (
             ext.sample, ext.path, ext.offset, ext.length, got, ext.crc))
 
 
@@ -193,7 +193,7 @@ class ExtentReader:
     Every sample is checked against its CRC-32: on the posix path in host
     memory as read; on the kvikio path after copying the batch back from
     the device. A miss (see Miss) is read again after re-reading
-    shard_dir's manifest (which re-materialises it), else from
+    shard_dir's extent list (which re-materialises it), else from
     shard_dir/<sample> (the mount), verified; `corrupt` counts the samples
     whose cache bytes were wrong, `fallbacks` those read through the mount.
     Without shard_dir a miss is an error.
@@ -278,16 +278,16 @@ class ExtentReader:
         with open(path, "rb") as f:
             data = f.read()
         if len(data) != ext.length:
-            raise ValueError("%s: %d bytes, the manifest says %d" % (path, len(data), ext.length))
+            raise ValueError("%s: %d bytes, the extent list says %d" % (path, len(data), ext.length))
         if ext.crc is not None and zlib.crc32(data) != ext.crc:
-            raise ValueError("%s: read through the mount, has CRC-32 %08x, the manifest says %08x" % (
+            raise ValueError("%s: read through the mount, has CRC-32 %08x, the extent list says %08x" % (
                 path, zlib.crc32(data), ext.crc))
         self.fallbacks += 1
         return data
 
     def _recover(self, exts: List[Extent], missed: Dict[int, Miss], put: Callable[[int, bytes], None]) -> None:
         """The true bytes of the missed samples of a batch, each given to
-        put(i, data): the manifest is read again (once for the batch: deltafs
+        put(i, data): the extent list is read again (once for the batch: deltafs
         re-materialises the shard, rewriting broken entries), each sample is
         read from its fresh extent, and what misses again comes from the
         mount. Never wrong bytes: what cannot be had raises."""
@@ -301,11 +301,11 @@ class ExtentReader:
             if isinstance(why, Corrupt):
                 self.corrupt += 1
                 log.warning("deltafs loader: %s; reading it again", why)
-        fresh = {e.sample: e for e in read_manifest(os.path.join(self.shard_dir, MANIFEST_NAME))}
+        fresh = {e.sample: e for e in read_extent_list(os.path.join(self.shard_dir, LIST_NAME))}
         for i in sorted(missed):
             ext = fresh.get(exts[i].sample, exts[i])
             if ext.length != exts[i].length:
-                raise ValueError("%s: %d bytes in the manifest read again, %d before" % (
+                raise ValueError("%s: %d bytes in the extent list read again, %d before" % (
                     ext.sample, ext.length, exts[i].length))
             try:
                 data = self._pread_fresh(ext)
@@ -399,9 +399,9 @@ class ExtentDataset(torch.utils.data.Dataset):
     survive fork, and kvikio already reads with its own thread pool.
     """
 
-    def __init__(self, manifest: str, device: Optional[str] = None, transform=None):
-        self.extents = read_manifest(manifest)
-        self.reader = ExtentReader(device, shard_dir=os.path.dirname(os.path.abspath(manifest)))
+    def __init__(self, list_path: str, device: Optional[str] = None, transform=None):
+        self.extents = read_extent_list(list_path)
+        self.reader = ExtentReader(device, shard_dir=os.path.dirname(os.path.abspath(list_path)))
         self.transform = transform
 
     def __len__(self):
@@ -415,20 +415,20 @@ class ExtentDataset(torch.utils.data.Dataset):
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("manifest", help="a shard's _extents.tsv (or the shard directory)")
+    ap.add_argument("extents", help="a shard's _extents.tsv (or the shard directory)")
     ap.add_argument("--device", default=None, help="cuda or cpu (default: cuda when available)")
     ap.add_argument("--batch", type=int, default=64, help="samples per batch")
     ap.add_argument("--limit", type=int, default=0, help="read only the first N samples")
     ap.add_argument("--sha256", action="store_true", help="print each sample's SHA-256 and (escaped) name")
     args = ap.parse_args(argv)
 
-    manifest = args.manifest
-    if os.path.isdir(manifest):
-        manifest = os.path.join(manifest, MANIFEST_NAME)
-    exts = read_manifest(manifest)
+    list_path = args.extents
+    if os.path.isdir(list_path):
+        list_path = os.path.join(list_path, LIST_NAME)
+    exts = read_extent_list(list_path)
     if args.limit:
         exts = exts[: args.limit]
-    reader = ExtentReader(args.device, shard_dir=os.path.dirname(os.path.abspath(manifest)))
+    reader = ExtentReader(args.device, shard_dir=os.path.dirname(os.path.abspath(list_path)))
     start, nbytes = time.perf_counter(), 0
     try:
         for i in range(0, len(exts), args.batch):

@@ -1,4 +1,4 @@
-package gds
+package extents
 
 import (
 	"errors"
@@ -9,8 +9,8 @@ import (
 )
 
 // Alignment is the file-offset alignment the disk cache gives sample
-// payloads, and the alignment O_DIRECT and GPUDirect Storage need to move
-// bytes without a bounce buffer.
+// payloads (cache.Cache.Where), and the alignment O_DIRECT and GPUDirect
+// Storage need to move bytes without a bounce buffer.
 const Alignment = 4096
 
 // XattrName is the extended attribute on a sample file (mount option
@@ -24,7 +24,7 @@ const XattrName = "user.deltafs.extent"
 // memory instead of through FUSE.
 //
 // The text form (MarshalText, the value of XattrName, and the last four
-// columns of a manifest line) is
+// columns of an extent list line) is
 //
 //	PATH<TAB>OFFSET<TAB>LENGTH<TAB>CRC32
 //
@@ -168,27 +168,4 @@ func unescapeField(s string) (string, error) {
 		}
 	}
 	return b.String(), nil
-}
-
-// PackOffsets returns where ReadBatch puts each extent in the destination
-// buffer: extent i at offsets[i], each offset a multiple of align (align <= 1
-// packs tightly), in order; total is the buffer size the batch needs.
-func PackOffsets(exts []Extent, align int64) (offsets []int64, total int64) {
-	if align < 1 {
-		align = 1
-	}
-	offsets = make([]int64, len(exts))
-	for i, e := range exts {
-		total = roundUp(total, align)
-		offsets[i] = total
-		total += e.Length
-	}
-	return offsets, total
-}
-
-func roundUp(n, align int64) int64 {
-	if r := n % align; r != 0 {
-		return n + align - r
-	}
-	return n
 }

@@ -1,4 +1,4 @@
-package gds
+package extents
 
 import (
 	"errors"
@@ -9,7 +9,7 @@ import (
 
 // Checksum is the CRC-32 of a sample's bytes, carried by every extent
 // deltafs produces (the fourth field of the extent attribute, the crc32
-// column of the manifest) so that a reader can tell the bytes it got from
+// column of the extent list) so that a reader can tell the bytes it got from
 // a cache file are the sample's.
 //
 // The algorithm is CRC-32 with the IEEE 802.3 polynomial, the one every
@@ -19,8 +19,8 @@ import (
 // probability 1-2^-32; it is not a defence against someone who forges
 // cache files.
 //
-// Its text form is fixed-width, 8 lowercase hex digits, so that a
-// manifest's size is known before any sample is read (the kernel learns
+// Its text form is fixed-width, 8 lowercase hex digits, so that an
+// extent list's size is known before any sample is read (the kernel learns
 // the size of _extents.tsv at lookup, before deltafs materialises the
 // shard). The zero Checksum is unknown, written "--------": a sample that
 // could not be materialised, or an extent built by hand. Readers verify
@@ -82,14 +82,15 @@ var ErrChecksum = errors.New("checksum mismatch")
 
 // ChecksumError says that the bytes read for an extent are not the
 // sample's: the cache file was corrupted, truncated inside its padding or
-// replaced since the extent was taken. Shard and sample readers treat it
-// as a miss; ReadBatch and ReadExtent return it.
+// replaced since the extent was taken. gds's shard and sample readers
+// treat it as a miss; its ReadBatch and ReadExtent return it.
 type ChecksumError struct {
 	Extent Extent
 	Got    Checksum // of the bytes read
 }
 
-// Error does not name the extent: ReadExtent and ReadBatch say which it is.
+// Error does not name the extent: the caller says which it is (gds's
+// ReadExtent and ReadBatch do).
 func (e *ChecksumError) Error() string {
 	return fmt.Sprintf("checksum mismatch: the bytes read have CRC-32 %s, the extent says %s", e.Got, e.Extent.Sum)
 }
@@ -97,10 +98,11 @@ func (e *ChecksumError) Error() string {
 // Is makes errors.Is(err, ErrChecksum) true.
 func (e *ChecksumError) Is(target error) bool { return target == ErrChecksum }
 
-// verify checks got against ext's checksum; an unknown one passes.
-func verify(ext Extent, got uint32) error {
-	if !ext.Sum.Known() || got == ext.Sum.CRC32() {
+// Verify checks got, the CRC-32 (IEEE) of the bytes read for e, against
+// e's checksum: a mismatch is a *ChecksumError; an unknown checksum passes.
+func (e Extent) Verify(got uint32) error {
+	if !e.Sum.Known() || got == e.Sum.CRC32() {
 		return nil
 	}
-	return &ChecksumError{Extent: ext, Got: NewChecksum(got)}
+	return &ChecksumError{Extent: e, Got: NewChecksum(got)}
 }

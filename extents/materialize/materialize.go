@@ -1,6 +1,7 @@
-// Package extents tells where each sample's bytes lie in the disk cache, so
-// that a loader can read them with O_DIRECT or GPUDirect Storage (package
-// gds) instead of through FUSE.
+// Package materialize makes the extents of a shard's samples (package
+// extents) in deltafs's disk cache, for package fs to serve: each sample is
+// written to the disk cache on demand, as one entry of its own, and its
+// extent is where its bytes then lie, with their CRC-32.
 //
 // Every sample is cached as one entry of its own, keyed by content identity
 // (sample.Shard.SampleKey: data file, its size, physical row, and the parts
@@ -14,19 +15,19 @@
 //
 // Two ways out, served by package fs:
 //
-//   - the extended attribute gds.XattrName on a sample file (mount flag
-//     --xattrs), whose value is gds.Extent's text form
+//   - the extended attribute extents.XattrName on a sample file (mount flag
+//     --xattrs), whose value is extents.Extent's text form
 //     PATH<TAB>OFFSET<TAB>LENGTH<TAB>CRC32;
-//   - the per-shard manifest gds.ManifestName (_extents.tsv) in gds's
-//     manifest format, one line per sample. Reading it materialises every
-//     sample of the shard: reading it warms the shard in the disk cache.
+//   - the per-shard extent list extents.ListName (_extents.tsv), one line
+//     per sample. Reading it materialises every sample of the shard:
+//     reading it warms the shard in the disk cache.
 //
 // Every extent carries the CRC-32 of the bytes in its cache entry
-// (gds.Checksum), computed when materialising from an entry verified whole
-// (cache.Cache.Materialize), so that readers that bypass FUSE, and with it
-// the cache's own xxhash checks, can tell a damaged or replaced cache file
-// from the sample: they treat a mismatch as a miss.
-package extents
+// (extents.Checksum), computed when materialising from an entry verified
+// whole (cache.Cache.Materialize), so that readers that bypass FUSE, and
+// with it the cache's own xxhash checks, can tell a damaged or replaced
+// cache file from the sample: they treat a mismatch as a miss.
+package materialize
 
 import (
 	"bytes"
@@ -41,7 +42,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/deltafs/deltafs/cache"
-	"github.com/deltafs/deltafs/gds"
+	"github.com/deltafs/deltafs/extents"
 	"github.com/deltafs/deltafs/sample"
 )
 
@@ -56,7 +57,7 @@ type Source struct {
 
 // New returns a Source over c, whose keys carry table (the table location,
 // as the mount's other cache keys do). c must have a disk tier. log gets
-// samples a manifest could not materialise (nil: slog.Default()).
+// samples an extent list could not materialise (nil: slog.Default()).
 func New(c *cache.Cache, table string, log *slog.Logger) (*Source, error) {
 	if c == nil || c.Dir() == "" {
 		return nil, errors.New("extents need a disk cache (not --cache-dir none)")
@@ -68,10 +69,10 @@ func New(c *cache.Cache, table string, log *slog.Logger) (*Source, error) {
 }
 
 // XattrName is the extended attribute carrying a sample's extent.
-func (s *Source) XattrName() string { return gds.XattrName }
+func (s *Source) XattrName() string { return extents.XattrName }
 
-// ManifestName is the per-shard manifest's file name.
-func (s *Source) ManifestName() string { return gds.ManifestName }
+// ListName is the per-shard extent list's file name.
+func (s *Source) ListName() string { return extents.ListName }
 
 func (s *Source) key(sh *sample.Shard, pos int) (cache.Key, error) {
 	k, err := sh.SampleKey(pos)
@@ -90,21 +91,21 @@ func sampleErr(sh *sample.Shard, pos int, err error) error {
 // returns where its bytes lie, with the CRC-32 of the bytes in the entry
 // (cache.Cache.Materialize verifies the entry whole, rewriting a broken
 // one, and computes it in the same pass).
-func (s *Source) Extent(ctx context.Context, sh *sample.Shard, pos int) (gds.Extent, error) {
+func (s *Source) Extent(ctx context.Context, sh *sample.Shard, pos int) (extents.Extent, error) {
 	k, err := s.key(sh, pos)
 	if err != nil {
-		return gds.Extent{}, sampleErr(sh, pos, err)
+		return extents.Extent{}, sampleErr(sh, pos, err)
 	}
 	e, err := s.c.Materialize(ctx, k, func(ctx context.Context) ([]byte, error) {
 		return sh.Content(ctx, pos)
 	})
 	if err != nil {
-		return gds.Extent{}, sampleErr(sh, pos, err)
+		return extents.Extent{}, sampleErr(sh, pos, err)
 	}
 	if want := sh.Size(pos); e.Length != want {
-		return gds.Extent{}, sampleErr(sh, pos, fmt.Errorf("cached entry %s holds %d bytes, the sample has %d", e.Path, e.Length, want))
+		return extents.Extent{}, sampleErr(sh, pos, fmt.Errorf("cached entry %s holds %d bytes, the sample has %d", e.Path, e.Length, want))
 	}
-	return gds.Extent{Path: e.Path, Offset: e.Offset, Length: e.Length, Sum: gds.NewChecksum(e.CRC32)}, nil
+	return e, nil
 }
 
 // Xattr is the value of XattrName for the sample at pos: its extent's text
@@ -125,55 +126,55 @@ func (s *Source) Xattr(ctx context.Context, sh *sample.Shard, pos int) ([]byte, 
 
 // predicted is the extent the sample at pos has once materialised, from
 // its key and size alone; its checksum is unknown.
-func (s *Source) predicted(sh *sample.Shard, pos int) (gds.Extent, error) {
+func (s *Source) predicted(sh *sample.Shard, pos int) (extents.Extent, error) {
 	k, err := s.key(sh, pos)
 	if err != nil {
-		return gds.Extent{}, sampleErr(sh, pos, err)
+		return extents.Extent{}, sampleErr(sh, pos, err)
 	}
 	p, off, ok, err := s.c.Where(k)
 	if err == nil && !ok {
 		err = cache.ErrNotStored
 	}
 	if err != nil {
-		return gds.Extent{}, sampleErr(sh, pos, err)
+		return extents.Extent{}, sampleErr(sh, pos, err)
 	}
-	return gds.Extent{Path: p, Offset: off, Length: sh.Size(pos)}, nil
+	return extents.Extent{Path: p, Offset: off, Length: sh.Size(pos)}, nil
 }
 
-// Manifest is the content of the shard's manifest: every sample in shard
+// List is the content of the shard's extent list: every sample in shard
 // order, its path relative to the shard directory, its extent and its
-// checksum, in gds's manifest format. With materialize false it only
-// computes the manifest's shape, without I/O (an entry's place depends on
+// checksum, in the format of extents.WriteList. With materialize false it
+// only computes the list's shape, without I/O (an entry's place depends on
 // its key alone), every checksum unknown: this is for the file's size,
 // which the fixed-width checksum field keeps equal to the materialised
-// manifest's. With materialize true it first makes sure every sample is in
+// list's. With materialize true it first makes sure every sample is in
 // the disk cache, whole and correct (several at a time; an entry already
 // there is read and verified, a missing or broken one is written), and
 // lists each with the CRC-32 of the bytes in its entry.
 //
-// Like the mount, a manifest fails only for what is broken: samples of a
+// Like the mount, an extent list fails only for what is broken: samples of a
 // data file already known to be unreadable (sample.Shard.Err) are left out;
 // a sample that fails to materialise now (its data file vanished, its entry
 // is larger than the cache budget) keeps its line, with an unknown checksum
 // and a cache file that is then missing, and is logged with its version,
 // shard, data file and cause; loaders read it through the mount, where it
-// fails or works on its own. Only a cancelled request fails the manifest.
+// fails or works on its own. Only a cancelled request fails the list.
 //
 // A shard larger than the disk budget cannot be held whole: materialising
 // its last samples evicts its first ones, whose extents are then stale.
 // Readers must treat a missing, short or checksum-failing cache extent as a
-// miss (gds.Reader and examples/gds/loader.py read the manifest again,
-// then fall back to the sample file).
-func (s *Source) Manifest(ctx context.Context, sh *sample.Shard, materialize bool) ([]byte, error) {
+// miss (gds.Reader and examples/gds/loader.py read the list again, then
+// fall back to the sample file).
+func (s *Source) List(ctx context.Context, sh *sample.Shard, materialize bool) ([]byte, error) {
 	n := sh.Len()
-	entries := make([]gds.ManifestEntry, 0, n)
+	entries := make([]extents.Entry, 0, n)
 	positions := make([]int, 0, n)
 	for pos := range n {
 		e, err := s.predicted(sh, pos)
 		if err != nil {
 			return nil, err
 		}
-		entries = append(entries, gds.ManifestEntry{Sample: sh.Path(pos), Extent: e})
+		entries = append(entries, extents.Entry{Sample: sh.Path(pos), Extent: e})
 		positions = append(positions, pos)
 	}
 	if materialize {
@@ -211,12 +212,12 @@ func (s *Source) Manifest(ctx context.Context, sh *sample.Shard, materialize boo
 			return nil, err
 		}
 		if failed > 0 {
-			s.log.Error("extents: samples not materialised in the disk cache; the manifest lists them without a checksum, loaders will read them through the mount",
+			s.log.Error("extents: samples not materialised in the disk cache; the extent list names them without a checksum, loaders will read them through the mount",
 				"shard", sh.String(), "failed", failed, "first", first)
 		}
 	}
 	var b bytes.Buffer
-	if err := gds.WriteManifest(&b, entries); err != nil {
+	if err := extents.WriteList(&b, entries); err != nil {
 		return nil, fmt.Errorf("%s: %w", sh, err)
 	}
 	return b.Bytes(), nil

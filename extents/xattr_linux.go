@@ -1,6 +1,6 @@
 //go:build linux
 
-package gds
+package extents
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package extents_test
+package materialize_test
 
 import (
 	"bytes"
@@ -10,7 +10,7 @@ import (
 
 	"github.com/deltafs/deltafs/cache"
 	"github.com/deltafs/deltafs/extents"
-	"github.com/deltafs/deltafs/gds"
+	"github.com/deltafs/deltafs/extents/materialize"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/sample/memtable"
 )
@@ -29,13 +29,13 @@ func rows(n, base, size int) [][]any {
 	return out
 }
 
-// TestManifestMatchesContent: for every sample of every version and shard,
-// in each sample mode (raw bytes, images, JSON rows), the manifest's
-// extent holds exactly the sample's bytes; computing the manifest gives the
+// TestListMatchesContent: for every sample of every version and shard,
+// in each sample mode (raw bytes, images, JSON rows), the extent list's
+// extent holds exactly the sample's bytes; computing the extent list gives the
 // same text as materialising it; the xattr agrees; versions sharing a data
 // file share the entries; and an evicted entry comes back at the same
 // place.
-func TestManifestMatchesContent(t *testing.T) {
+func TestListMatchesContent(t *testing.T) {
 	ctx := context.Background()
 	for _, spec := range []sample.Spec{
 		{Shards: 2},
@@ -68,11 +68,11 @@ func TestManifestMatchesContent(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		src, err := extents.New(c, "memtable", nil)
+		src, err := materialize.New(c, "memtable", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		where := map[string]gds.Extent{} // by sample path (ids are unique): the same in both versions
+		where := map[string]extents.Extent{} // by sample path (ids are unique): the same in both versions
 		for v := range int64(2) {
 			ver, err := s.Version(ctx, v)
 			if err != nil {
@@ -84,22 +84,22 @@ func TestManifestMatchesContent(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				computed, err := src.Manifest(ctx, sh, false)
+				computed, err := src.List(ctx, sh, false)
 				if err != nil {
 					t.Fatal(err)
 				}
-				text, err := src.Manifest(ctx, sh, true)
+				text, err := src.List(ctx, sh, true)
 				if err != nil {
 					t.Fatal(err)
 				}
 				if len(text) != len(computed) {
-					t.Fatalf("%v %s: materialised manifest is %d bytes, the computed one %d", spec, sh, len(text), len(computed))
+					t.Fatalf("%v %s: materialised extent list is %d bytes, the computed one %d", spec, sh, len(text), len(computed))
 				}
-				entries, err := gds.ParseManifest(bytes.NewReader(text))
+				entries, err := extents.ParseList(bytes.NewReader(text))
 				if err != nil {
 					t.Fatal(err)
 				}
-				shape, err := gds.ParseManifest(bytes.NewReader(computed))
+				shape, err := extents.ParseList(bytes.NewReader(computed))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -115,8 +115,8 @@ func TestManifestMatchesContent(t *testing.T) {
 					if e.Sample != sh.Path(pos) || !e.Aligned() || !bytes.Equal(pread(t, e.Extent), want) {
 						t.Fatalf("%v %s %s: extent %s does not hold the sample's %d bytes", spec, sh, e.Sample, e.Extent, len(want))
 					}
-					if e.Sum != gds.ChecksumOf(want) {
-						t.Fatalf("%s: manifest checksum %s, the sample's CRC-32 is %s", e.Sample, e.Sum, gds.ChecksumOf(want))
+					if e.Sum != extents.ChecksumOf(want) {
+						t.Fatalf("%s: extent list checksum %s, the sample's CRC-32 is %s", e.Sample, e.Sum, extents.ChecksumOf(want))
 					}
 					// Computed without I/O: the same line, checksum unknown.
 					if c := shape[pos]; c.Sum.Known() || c.Sample != e.Sample || c.Path != e.Path || c.Offset != e.Offset || c.Length != e.Length {
@@ -127,7 +127,7 @@ func TestManifestMatchesContent(t *testing.T) {
 						t.Fatal(err)
 					}
 					if got, _ := e.Extent.MarshalText(); string(x) != string(got) {
-						t.Fatalf("xattr %q, manifest %q", x, got)
+						t.Fatalf("xattr %q, extent list %q", x, got)
 					}
 					if prev, ok := where[e.Sample]; ok && prev != e.Extent {
 						t.Fatalf("%s: version %d has extent %s, an earlier version %s: entries not shared", e.Sample, v, e.Extent, prev)
@@ -151,12 +151,12 @@ func TestManifestMatchesContent(t *testing.T) {
 	}
 }
 
-// TestManifestRewritesCorrupt: an entry damaged in place after a manifest
+// TestListRewritesCorrupt: an entry damaged in place after an extent list
 // was read (a flipped payload byte), an entry truncated, and two entries'
-// files swapped are each rewritten by the next materialising manifest,
+// files swapped are each rewritten by the next materialising extent list,
 // whose checksums are those of the true bytes; the xattr of a damaged
 // sample alone rewrites its entry too.
-func TestManifestRewritesCorrupt(t *testing.T) {
+func TestListRewritesCorrupt(t *testing.T) {
 	ctx := context.Background()
 	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
 	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a.parquet", Rows: rows(12, 0, 9000)}}, nil, nil)
@@ -169,7 +169,7 @@ func TestManifestRewritesCorrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	src, err := extents.New(c, "memtable", nil)
+	src, err := materialize.New(c, "memtable", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,13 +181,13 @@ func TestManifestRewritesCorrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifest := func() []gds.ManifestEntry {
+	list := func() []extents.Entry {
 		t.Helper()
-		text, err := src.Manifest(ctx, sh, true)
+		text, err := src.List(ctx, sh, true)
 		if err != nil {
 			t.Fatal(err)
 		}
-		entries, err := gds.ParseManifest(bytes.NewReader(text))
+		entries, err := extents.ParseList(bytes.NewReader(text))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,14 +196,14 @@ func TestManifestRewritesCorrupt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if e.Sum != gds.ChecksumOf(want) || !bytes.Equal(pread(t, e.Extent), want) {
-				t.Fatalf("%s: extent %s (crc %s) does not hold the sample's bytes (crc %s)", e.Sample, e.Extent, e.Sum, gds.ChecksumOf(want))
+			if e.Sum != extents.ChecksumOf(want) || !bytes.Equal(pread(t, e.Extent), want) {
+				t.Fatalf("%s: extent %s (crc %s) does not hold the sample's bytes (crc %s)", e.Sample, e.Extent, e.Sum, extents.ChecksumOf(want))
 			}
 		}
 		return entries
 	}
-	before := manifest()
-	damage := func(e gds.Extent, off int64) {
+	before := list()
+	damage := func(e extents.Extent, off int64) {
 		f, err := os.OpenFile(e.Path, os.O_RDWR, 0)
 		if err != nil {
 			t.Fatal(err)
@@ -229,7 +229,7 @@ func TestManifestRewritesCorrupt(t *testing.T) {
 	if err := os.Rename(before[2].Path+".x", before[3].Path); err != nil {
 		t.Fatal(err)
 	}
-	if after := manifest(); len(after) != len(before) {
+	if after := list(); len(after) != len(before) {
 		t.Fatalf("%d entries, then %d", len(before), len(after))
 	}
 	// The xattr alone: verified and rewritten too.
@@ -256,7 +256,7 @@ func must(b []byte, err error) []byte {
 	return b
 }
 
-func pread(t *testing.T, e gds.Extent) []byte {
+func pread(t *testing.T, e extents.Extent) []byte {
 	t.Helper()
 	f, err := os.Open(e.Path)
 	if err != nil {
@@ -276,7 +276,7 @@ func TestNewNeedsDiskTier(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := extents.New(c, "t", nil); err == nil || !strings.Contains(err.Error(), "disk cache") {
+	if _, err := materialize.New(c, "t", nil); err == nil || !strings.Contains(err.Error(), "disk cache") {
 		t.Fatalf("New without a disk tier: %v", err)
 	}
 }
