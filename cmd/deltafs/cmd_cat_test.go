@@ -1,65 +1,26 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 const catTables = "../../testdata/delta"
-
-// TestCatHelperProcess runs deltafs's main with the arguments after "--"
-// when DELTAFS_CAT_TEST_MAIN=1, so that tests see the exit status and the
-// one-line error of a real run.
-func TestCatHelperProcess(t *testing.T) {
-	if os.Getenv("DELTAFS_CAT_TEST_MAIN") != "1" {
-		return
-	}
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	os.Args = append([]string{"deltafs"}, args...)
-	main()
-	os.Exit(0)
-}
-
-// runCatCmd runs `deltafs args...` in a subprocess.
-func runCatCmd(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestCatHelperProcess$", "--"}, args...)...)
-	cmd.Env = append(os.Environ(), "DELTAFS_CAT_TEST_MAIN=1")
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		t.Fatalf("running deltafs %v: %v", args, err)
-	}
-	return o.String(), e.String(), code
-}
 
 // catLines runs `deltafs cat args...`, which must succeed, and parses its
 // JSON lines.
 func catLines(t *testing.T, args ...string) []string {
 	t.Helper()
-	out, errOut, code := runCatCmd(t, append([]string{"cat"}, args...)...)
+	out, errOut, code := testkit.RunMain(t, nil, append([]string{"cat"}, args...)...)
 	if code != 0 {
 		t.Fatalf("deltafs cat %v: exit %d: %s", args, code, errOut)
 	}
@@ -84,7 +45,7 @@ func catLines(t *testing.T, args ...string) []string {
 // line on stderr containing every one of wants.
 func catFails(t *testing.T, code int, args []string, wants ...string) {
 	t.Helper()
-	out, errOut, got := runCatCmd(t, append([]string{"cat"}, args...)...)
+	out, errOut, got := testkit.RunMain(t, nil, append([]string{"cat"}, args...)...)
 	if got != code {
 		t.Fatalf("deltafs cat %v: exit %d, want %d (stderr %q)", args, got, code, errOut)
 	}

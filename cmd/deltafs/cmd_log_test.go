@@ -4,56 +4,20 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 const logTestdata = "../../testdata/delta"
-
-// TestLogHelperProcess runs deltafs's main with the arguments after "--"
-// when DELTAFS_LOG_TEST_MAIN=1 (a subprocess, exit status included).
-func TestLogHelperProcess(t *testing.T) {
-	if os.Getenv("DELTAFS_LOG_TEST_MAIN") != "1" {
-		return
-	}
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	os.Args = append([]string{"deltafs"}, args...)
-	main()
-	os.Exit(0)
-}
-
-func runLogProcess(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestLogHelperProcess$", "--"}, args...)...)
-	cmd.Env = append(os.Environ(), "DELTAFS_LOG_TEST_MAIN=1")
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		t.Fatalf("running deltafs %v: %v", args, err)
-	}
-	return o.String(), e.String(), code
-}
 
 type logExpected struct {
 	Versions map[string]struct {
@@ -181,7 +145,7 @@ func TestLogJSONMatchesExpected(t *testing.T) {
 
 func TestLogTable(t *testing.T) {
 	dir := copyWithCommitTimes(t, "dat-basic_append", loadLogExpected(t)["dat-basic_append"])
-	stdout, stderr, code := runLogProcess(t, "log", dir)
+	stdout, stderr, code := testkit.RunMain(t, nil, "log", dir)
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -221,7 +185,7 @@ func TestLogErrors(t *testing.T) {
 		{[]string{"log", "a", "b"}, 2, "deltafs: log: want TABLE, got 2 arguments\n"},
 	}
 	for _, c := range cases {
-		stdout, stderr, code := runLogProcess(t, c.args...)
+		stdout, stderr, code := testkit.RunMain(t, nil, c.args...)
 		if code != c.code || stderr != c.want || stdout != "" {
 			t.Errorf("deltafs %v: exit %d, stdout %q, stderr\n%q\nwant exit %d, stderr\n%q", c.args, code, stdout, stderr, c.code, c.want)
 		}
@@ -237,7 +201,7 @@ func TestLogStopsAtCorruptCommit(t *testing.T) {
 	if err := os.WriteFile(p, []byte("{\"add\":{\"path\":\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := runLogProcess(t, "log", "--json", dir)
+	stdout, stderr, code := testkit.RunMain(t, nil, "log", "--json", dir)
 	if code != 1 {
 		t.Fatalf("exit %d", code)
 	}
