@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
 )
 
@@ -51,7 +52,7 @@ func rangeOf(a, b int64) []int64 {
 
 func TestCorruptTruncatedCommit(t *testing.T) {
 	const name = "golden-basic-with-inserts-deletes-checkpoint"
-	dir := copyTable(t, name)
+	dir := testkit.CopyTable(t, name)
 	p := logFilePath(dir, "00000000000000000012.json")
 	data, _ := os.ReadFile(p)
 	if err := os.WriteFile(p, data[:len(data)*2/3], 0o644); err != nil {
@@ -67,7 +68,7 @@ func TestCorruptTruncatedCommit(t *testing.T) {
 func TestCorruptNonJSONCommit(t *testing.T) {
 	const name = "golden-basic-with-inserts-deletes-checkpoint"
 	for _, garbage := range []string{"\x00\x01binary\xff", "not json at all\n", `{"add":{"path":5}}` + "\n", `["an array"]` + "\n"} {
-		dir := copyTable(t, name)
+		dir := testkit.CopyTable(t, name)
 		if err := os.WriteFile(logFilePath(dir, "00000000000000000005.json"), []byte(garbage), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +81,7 @@ func TestCorruptNonJSONCommit(t *testing.T) {
 
 func TestCorruptMissingCheckpointPart(t *testing.T) {
 	const name = "golden-multi-part-checkpoint"
-	dir := copyTable(t, name)
+	dir := testkit.CopyTable(t, name)
 	os.Remove(logFilePath(dir, "00000000000000000001.checkpoint.0000000002.0000000002.parquet"))
 	// The protocol says to ignore an incomplete multi-part checkpoint:
 	// version 1 is replayed from the commits.
@@ -94,7 +95,7 @@ func TestCorruptMissingCheckpointPart(t *testing.T) {
 
 func TestCorruptMissingSidecar(t *testing.T) {
 	const name = "golden-v2-checkpoint-parquet"
-	dir := copyTable(t, name)
+	dir := testkit.CopyTable(t, name)
 	side := "_delta_log/_sidecars/00000000000000000002.checkpoint.0000000002.0000000002.33321cc1-9c55-4d1f-8511-fafe6d2e1133.parquet"
 	os.Remove(filepath.Join(dir, side))
 	tbl := mustOpen(t, openLocal(t, dir))
@@ -128,7 +129,7 @@ func TestCorruptCheckpointParquet(t *testing.T) {
 	}
 	for what, data := range damages {
 		t.Run(what, func(t *testing.T) {
-			dir := copyTable(t, name)
+			dir := testkit.CopyTable(t, name)
 			if err := os.WriteFile(logFilePath(dir, ckpt), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +174,7 @@ func TestCorruptDeletionVectorFile(t *testing.T) {
 	}
 	for what, c := range cases {
 		t.Run(what, func(t *testing.T) {
-			dir := copyTable(t, name)
+			dir := testkit.CopyTable(t, name)
 			c.damage(filepath.Join(dir, dvFile))
 			tbl := mustOpen(t, openLocal(t, dir))
 			s := mustSnapshot(t, tbl, 1) // the snapshot itself does not read DVs
@@ -199,7 +200,7 @@ func TestCorruptDeletionVectorFile(t *testing.T) {
 
 func TestVacuumedDataFile(t *testing.T) {
 	const name = "golden-basic-with-inserts-deletes-checkpoint"
-	dir := copyTable(t, name)
+	dir := testkit.CopyTable(t, name)
 	tbl0 := mustOpen(t, openLocal(t, dir))
 	first := mustSnapshot(t, tbl0, 0).Files[0]
 	key, err := mustSnapshot(t, tbl0, 0).FileKey(first.Path)
@@ -219,7 +220,7 @@ func TestVacuumedDataFile(t *testing.T) {
 
 func TestCorruptGapInCommits(t *testing.T) {
 	const name = "golden-basic-with-inserts-deletes-checkpoint"
-	dir := copyTable(t, name)
+	dir := testkit.CopyTable(t, name)
 	os.Remove(logFilePath(dir, "00000000000000000003.json"))
 	tbl := mustOpen(t, openLocal(t, dir))
 	checkFails(t, tbl, ErrLogGap, "_delta_log/00000000000000000003.json", rangeOf(3, 9)...)
@@ -231,7 +232,7 @@ func TestCorruptGapInCommits(t *testing.T) {
 }
 
 func TestCorruptMissingLog(t *testing.T) {
-	dir := copyTable(t, "dat-basic_append")
+	dir := testkit.CopyTable(t, "dat-basic_append")
 	os.RemoveAll(filepath.Join(dir, "_delta_log"))
 	_, err := Open(context.Background(), openLocal(t, dir))
 	wantErr(t, err, ErrNotDeltaTable, dir+": _delta_log/: not a Delta table")

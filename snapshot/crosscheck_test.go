@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // Cross-checks of checkpoints, on damaged copies of real tables.
@@ -23,7 +25,7 @@ const (
 // five files twice and none of part 2's.
 func copyPart1OverPart2(t *testing.T) string {
 	t.Helper()
-	dir := copyTable(t, "golden-multi-part-checkpoint")
+	dir := testkit.CopyTable(t, "golden-multi-part-checkpoint")
 	data, err := os.ReadFile(logFilePath(dir, multiPart1))
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +111,7 @@ func TestCheckpointDisagreesWithLastCheckpoint(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, withCommits := range []bool{true, false} {
-				dir := copyTable(t, "golden-multi-part-checkpoint")
+				dir := testkit.CopyTable(t, "golden-multi-part-checkpoint")
 				writeHint(t, dir, c.hint, c.sum)
 				if !withCommits {
 					os.Remove(logFilePath(dir, "00000000000000000000.json"))

@@ -17,42 +17,6 @@ import (
 	"github.com/deltafs/deltafs/storage"
 )
 
-// copyTable copies a shared test table into a temporary directory, so a
-// test can break it.
-func copyTable(t testing.TB, name string) string {
-	t.Helper()
-	src := filepath.Join(testdataDir, name)
-	dst := filepath.Join(t.TempDir(), name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(out, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		f, err := os.Create(out)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(f, in); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 func logFilePath(dir string, name string) string { return filepath.Join(dir, "_delta_log", name) }
 
 func mustOpen(t testing.TB, st storage.Storage, opts ...Options) *Table {

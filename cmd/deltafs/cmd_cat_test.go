@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,8 +12,6 @@ import (
 
 	"github.com/deltafs/deltafs/internal/testkit"
 )
-
-const catTables = "../../testdata/delta"
 
 // catLines runs `deltafs cat args...`, which must succeed, and parses its
 // JSON lines.
@@ -63,7 +60,7 @@ func catFails(t *testing.T, code int, args []string, wants ...string) {
 }
 
 func TestCatVersions(t *testing.T) {
-	table := filepath.Join(catTables, "dat-basic_append")
+	table := filepath.Join(testkit.Tables(), "dat-basic_append")
 	if n := len(catLines(t, table)); n != 7 {
 		t.Errorf("latest: %d rows, want 7", n)
 	}
@@ -78,7 +75,7 @@ func TestCatVersions(t *testing.T) {
 		t.Errorf("version 1: %d rows, want 5", n)
 	}
 	// Deletion vectors: 2 of 10 rows deleted at version 1.
-	dv := filepath.Join(catTables, "deltars-table-with-dv-small")
+	dv := filepath.Join(testkit.Tables(), "deltars-table-with-dv-small")
 	if n := len(catLines(t, dv, "--version", "0")); n != 10 {
 		t.Errorf("dv version 0: %d rows, want 10", n)
 	}
@@ -88,7 +85,7 @@ func TestCatVersions(t *testing.T) {
 }
 
 func TestCatColumnsAndLimit(t *testing.T) {
-	table := filepath.Join(catTables, "dat-multi_partitioned")
+	table := filepath.Join(testkit.Tables(), "dat-multi_partitioned")
 	rows := catLines(t, table, "--columns", "number, letter")
 	if len(rows) != 2 {
 		t.Fatalf("%d rows, want 2", len(rows))
@@ -98,8 +95,8 @@ func TestCatColumnsAndLimit(t *testing.T) {
 			t.Errorf("%s: want exactly number then letter", r)
 		}
 	}
-	all := catLines(t, filepath.Join(catTables, "golden-basic-with-inserts-deletes-checkpoint"))
-	lim := catLines(t, filepath.Join(catTables, "golden-basic-with-inserts-deletes-checkpoint"), "--limit", "3")
+	all := catLines(t, filepath.Join(testkit.Tables(), "golden-basic-with-inserts-deletes-checkpoint"))
+	lim := catLines(t, filepath.Join(testkit.Tables(), "golden-basic-with-inserts-deletes-checkpoint"), "--limit", "3")
 	if len(all) != 41 || len(lim) != 3 {
 		t.Fatalf("%d rows, %d with --limit 3; want 41 and 3", len(all), len(lim))
 	}
@@ -113,45 +110,8 @@ func TestCatColumnsAndLimit(t *testing.T) {
 	}
 }
 
-// copyCatTable copies a shared table and sets each commit file's mtime to
-// its commitInfo timestamp (git does not keep mtimes; time travel uses
-// them).
-func copyCatTable(t *testing.T, name string) string {
-	t.Helper()
-	src := filepath.Join(catTables, name)
-	dst := filepath.Join(t.TempDir(), name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(target)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 func TestCatAt(t *testing.T) {
-	table := copyCatTable(t, "dat-basic_append")
+	table := testkit.CopyTable(t, "dat-basic_append")
 	times := []int64{1673493616286, 1673493625021, 1679179968857}
 	for v, ms := range times {
 		ts := time.UnixMilli(ms)
@@ -175,10 +135,10 @@ func TestCatAt(t *testing.T) {
 }
 
 func TestCatErrors(t *testing.T) {
-	table := filepath.Join(catTables, "dat-basic_append")
+	table := filepath.Join(testkit.Tables(), "dat-basic_append")
 	catFails(t, 1, []string{table, "--columns", "number,nope"}, `no column "nope"`, "letter, number, a_float")
 	catFails(t, 1, []string{table, "--version", "9"}, "version")
-	catFails(t, 1, []string{filepath.Join(catTables, "golden-deltalog-invalid-protocol-version")}, "reader version 99")
+	catFails(t, 1, []string{filepath.Join(testkit.Tables(), "golden-deltalog-invalid-protocol-version")}, "reader version 99")
 	catFails(t, 1, []string{filepath.Join(t.TempDir(), "none")})
 	catFails(t, 2, []string{table, "--version", "1", "--at", "1000"}, "--version and --at")
 	catFails(t, 2, []string{table, "--at", "yesterday"}, "--at")
@@ -189,7 +149,7 @@ func TestCatErrors(t *testing.T) {
 }
 
 func TestCatVacuumedFile(t *testing.T) {
-	table := copyCatTable(t, "dat-basic_append")
+	table := testkit.CopyTable(t, "dat-basic_append")
 	var victim string
 	filepath.WalkDir(table, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && strings.HasPrefix(d.Name(), "part-00000-9f2d7791") {

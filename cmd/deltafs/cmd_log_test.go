@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,8 +14,6 @@ import (
 
 	"github.com/deltafs/deltafs/internal/testkit"
 )
-
-const logTestdata = "../../testdata/delta"
 
 type logExpected struct {
 	Versions map[string]struct {
@@ -33,7 +29,7 @@ type logExpected struct {
 
 func loadLogExpected(t *testing.T) map[string]logExpected {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(logTestdata, "EXPECTED.json"))
+	data, err := os.ReadFile(filepath.Join(testkit.Tables(), "EXPECTED.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,32 +44,7 @@ func loadLogExpected(t *testing.T) map[string]logExpected {
 // modification time to its commitInfo.timestamp (git keeps no mtimes).
 func copyWithCommitTimes(t *testing.T, name string, e logExpected) string {
 	t.Helper()
-	src := filepath.Join(logTestdata, name)
-	dst := filepath.Join(t.TempDir(), name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(filepath.Join(dst, rel))
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(out, in)
-		out.Close()
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dst := testkit.CopyTable(t, name)
 	for k, v := range e.Versions {
 		n, _ := strconv.Atoi(k)
 		ts := time.UnixMilli(*v.CommitTimestamp)
@@ -164,7 +135,7 @@ func TestLogTable(t *testing.T) {
 // the form "deltafs: TABLE version N: FILE: cause", and the exit status.
 func TestLogErrors(t *testing.T) {
 	abs := func(name string) string {
-		p, _ := filepath.Abs(filepath.Join(logTestdata, name))
+		p, _ := filepath.Abs(filepath.Join(testkit.Tables(), name))
 		return p
 	}
 	missing := filepath.Join(t.TempDir(), "nowhere")

@@ -16,6 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // damage is one way a data file can be broken before a shard is listed.
@@ -227,7 +228,7 @@ func TestMountFailClosedDeletionVectors(t *testing.T) {
 		}, "deletion vector"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := copyCatTable(t, "deltars-table-with-dv-small")
+			dir := testkit.CopyTable(t, "deltars-table-with-dv-small")
 			tc.apply(t, filepath.Join(dir, dv))
 			m := mounttest.Start(t, bin, dir, "--cache-dir", "none")
 			sd := filepath.Join(m.Dir, "version", "1", "shard", "0")

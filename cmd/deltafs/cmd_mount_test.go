@@ -29,6 +29,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
@@ -686,11 +687,7 @@ func TestMountDeltaTables(t *testing.T) {
 			continue // TestMountRefuses
 		}
 		t.Run(name, func(t *testing.T) {
-			src := filepath.Join("../../testdata/delta", name)
-			table := filepath.Join(t.TempDir(), name)
-			if err := os.CopyFS(table, os.DirFS(src)); err != nil {
-				t.Fatal(err)
-			}
+			table := testkit.CopyTable(t, name)
 			mnt := filepath.Join(t.TempDir(), "mnt")
 			_ = os.Mkdir(mnt, 0o755)
 			m, err := mounttest.StartAt(bin, table, mnt, "--data-column", "-", "--shards", "2", "--cache-dir", "none")

@@ -62,7 +62,7 @@ func TestCatOlderVersionsDespiteLaterProblems(t *testing.T) {
 
 // A version that does not exist: one line, the version named once.
 func TestCatVersionNotFoundMessage(t *testing.T) {
-	table, _ := filepath.Abs(filepath.Join(catTables, "dat-basic_append"))
+	table, _ := filepath.Abs(filepath.Join(testkit.Tables(), "dat-basic_append"))
 	catFails(t, 1, []string{table, "--version", "7"}, "deltafs: "+table+" version 7: does not exist (the latest version is 2)\n")
 	_, errOut, _ := testkit.RunMain(t, nil, "cat", table, "--version", "7")
 	if strings.Count(errOut, "version 7") != 1 {
