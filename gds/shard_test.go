@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // mountDigits imports n random 28x28 digits (the MNIST .npy layout) with
@@ -28,23 +28,17 @@ import (
 func mountDigits(t *testing.T, n int, cacheDir string, flags ...string) *mounttest.Mount {
 	t.Helper()
 	bin := mounttest.Binary(t)
-	header := fmt.Sprintf("{'descr': [('id', '<i8'), ('label', '|u1'), ('pixels', '|u1', (784,))], 'fortran_order': False, 'shape': (%d,), }", n)
-	for (10+len(header)+1)%64 != 0 {
-		header += " "
-	}
-	b := []byte("\x93NUMPY\x01\x00")
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(header)+1))
-	b = append(b, header+"\n"...)
 	rng := rand.New(rand.NewPCG(1, uint64(n)))
-	for i := range n {
-		b = binary.LittleEndian.AppendUint64(b, uint64(i))
-		b = append(b, byte(i%10))
-		for range 784 {
-			b = append(b, byte(rng.IntN(256)))
+	digits := make([]testkit.Digit, n)
+	for i := range digits {
+		pixels := make([]byte, 784)
+		for j := range pixels {
+			pixels[j] = byte(rng.IntN(256))
 		}
+		digits[i] = testkit.Digit{ID: int64(i), Label: int32(i % 10), Pixels: pixels}
 	}
 	src := filepath.Join(t.TempDir(), "digits.npy")
-	if err := os.WriteFile(src, b, 0o644); err != nil {
+	if err := os.WriteFile(src, testkit.MNISTNPY(digits), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	table := filepath.Join(t.TempDir(), "digits")

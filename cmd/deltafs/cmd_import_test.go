@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -102,19 +103,11 @@ func TestImportCommandErrors(t *testing.T) {
 // writeSmallNpy writes n float64 records without ids.
 func writeSmallNpy(t *testing.T, path string, n int, base float64) {
 	t.Helper()
-	hdr := fmt.Sprintf("{'descr': [('x', '<f8')], 'fortran_order': False, 'shape': (%d,), }", n)
-	for (10+len(hdr)+1)%64 != 0 {
-		hdr += " "
-	}
-	hdr += "\n"
-	var b bytes.Buffer
-	b.WriteString("\x93NUMPY\x01\x00")
-	binary.Write(&b, binary.LittleEndian, uint16(len(hdr)))
-	b.WriteString(hdr)
+	b := testkit.NPYHeader(fmt.Sprintf("{'descr': [('x', '<f8')], 'fortran_order': False, 'shape': (%d,), }", n))
 	for i := range n {
-		binary.Write(&b, binary.LittleEndian, base+float64(i))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(base+float64(i)))
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

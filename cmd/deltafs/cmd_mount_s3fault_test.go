@@ -22,6 +22,7 @@ import (
 
 	"github.com/deltafs/deltafs/internal/mounttest"
 	"github.com/deltafs/deltafs/internal/s3test"
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
 )
 
@@ -205,7 +206,7 @@ func TestMountS3Faults(t *testing.T) {
 
 	// An MNIST-like table: 400 digits in 8 data files, on local disk and
 	// in gofakes3 behind Toxiproxy.
-	digits := readMNIST(t)[:400]
+	digits := testkit.MNIST(t, testkit.MNISTTest)[:400]
 	table := newDeltaTable(t, filepath.Join(t.TempDir(), "mnist"))
 	table.commit(time.Date(2026, 10, 1, 8, 30, 0, 0, time.UTC), digitSchema, chunk(digits, 50))
 	throttle := &switchable{}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // onePNG is a valid 1x1 grey PNG.
@@ -153,20 +153,12 @@ func TestImportSpecialFiles(t *testing.T) {
 // source that takes minutes to import.
 func sparseNpy(t *testing.T, n int64) string {
 	t.Helper()
-	hdr := fmt.Sprintf("{'descr': [('pixels', '|u1', (784,))], 'fortran_order': False, 'shape': (%d,), }", n)
-	for (10+len(hdr)+1)%64 != 0 {
-		hdr += " "
-	}
-	hdr += "\n"
-	var b bytes.Buffer
-	b.WriteString("\x93NUMPY\x01\x00")
-	binary.Write(&b, binary.LittleEndian, uint16(len(hdr)))
-	b.WriteString(hdr)
+	hdr := testkit.NPYHeader(fmt.Sprintf("{'descr': [('pixels', '|u1', (784,))], 'fortran_order': False, 'shape': (%d,), }", n))
 	p := filepath.Join(t.TempDir(), "big.npy")
-	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(p, hdr, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(p, int64(b.Len())+n*784); err != nil {
+	if err := os.Truncate(p, int64(len(hdr))+n*784); err != nil {
 		t.Fatal(err)
 	}
 	return p

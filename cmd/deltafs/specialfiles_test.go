@@ -133,7 +133,7 @@ func TestMountSpecialDataFile(t *testing.T) {
 	bin := mounttest.Binary(t)
 	for _, kind := range []string{"fifo", "zero"} {
 		t.Run("image "+kind, func(t *testing.T) {
-			digits := readMNIST(t)[:300]
+			digits := testkit.MNIST(t, testkit.MNISTTest)[:300]
 			table := newDeltaTable(t, filepath.Join(t.TempDir(), "digits"))
 			_, paths := table.commit(time.Now(), digitSchema, chunk(digits, 100))
 			replaceWith(t, filepath.Join(table.dir, paths[1]), kind)

@@ -6,7 +6,10 @@
 //     or changes it.
 //   - mnist.go: the real MNIST digits of testdata/mnist, read from their
 //     gzipped .npy files as testdata/mnist/README.md describes,
-//     independently of the importer.
+//     independently of the importer, and digits written back in that
+//     layout (a source for `deltafs import`).
+//   - npy.go: the header of a NumPy .npy file, for tests that write
+//     sources for the importer.
 //   - parquet.go: every row of a Parquet file as column name -> Go value,
 //     read with parquet-go's generic row API, independently of deltafs's
 //     scanner.

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -72,4 +73,16 @@ func MNIST(t testing.TB, path string) []Digit {
 			Pixels: append([]byte(nil), rec[9:]...),
 		})
 	}
+}
+
+// MNISTNPY is digits as an uncompressed .npy file in the layout of
+// testdata/mnist (its README): a source for `deltafs import`.
+func MNISTNPY(digits []Digit) []byte {
+	b := NPYHeader(fmt.Sprintf("{'descr': [('id', '<i8'), ('label', '|u1'), ('pixels', '|u1', (784,))], 'fortran_order': False, 'shape': (%d,), }", len(digits)))
+	for _, d := range digits {
+		b = binary.LittleEndian.AppendUint64(b, uint64(d.ID))
+		b = append(b, byte(d.Label))
+		b = append(b, d.Pixels...)
+	}
+	return b
 }
