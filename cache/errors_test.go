@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // keyLeaks lists the parts of a key's text that must not reach an error or
@@ -73,7 +75,7 @@ func TestNoKeyInErrorsOrInfoLogs(t *testing.T) {
 	// Corrupt: a flipped payload byte.
 	a := key(1)
 	mustGet(t, c, a, src.fetch(a), payload(a, 1000))
-	flip(t, entryPath(c, a), blockSize+10)
+	testkit.FlipByte(t, entryPath(c, a), blockSize+10)
 	mustGet(t, c, a, src.fetch(a), payload(a, 1000))
 
 	// Another key's entry under this key's name.

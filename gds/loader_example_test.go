@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // systemPython is the interpreter with Debian's torch (see README).
@@ -98,7 +100,7 @@ func TestExampleLoader(t *testing.T) {
 			unknown = i
 			entries[i].Sum = Checksum{}
 		case e.Path == rot && !flipped && e.Length > 1:
-			flip(t, e.Path, e.Offset+e.Length/2)
+			testkit.FlipByte(t, e.Path, e.Offset+e.Length/2)
 			corrupted[entries[i].Sample] = true
 			flipped = true
 		}

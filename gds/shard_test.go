@@ -285,7 +285,7 @@ var damages = []damage{
 	{"flip", func(t *testing.T, ents []ManifestEntry) []string {
 		// One byte in the middle of a payload: only a checksum tells.
 		e := ents[1]
-		flip(t, e.Path, e.Offset+e.Length/2)
+		testkit.FlipByte(t, e.Path, e.Offset+e.Length/2)
 		return []string{e.Sample}
 	}},
 	{"truncate", func(t *testing.T, ents []ManifestEntry) []string {

@@ -465,24 +465,6 @@ func TestMountXattrsNeedDiskCache(t *testing.T) {
 	}
 }
 
-// flipByte inverts the byte at off of the file at p, in place.
-func flipByte(t *testing.T, p string, off int64) {
-	t.Helper()
-	f, err := os.OpenFile(p, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0xff
-	if _, err := f.WriteAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // damageEntries damages three kinds of cache entries of a manifest's
 // samples behind the mount's back: a flipped payload byte, a truncated
 // file, and two entries' files swapped (equal lengths: only the checksum,
@@ -490,7 +472,7 @@ func flipByte(t *testing.T, p string, off int64) {
 func damageEntries(t *testing.T, entries []gds.ManifestEntry) []string {
 	t.Helper()
 	flip, cut, a, b := entries[0], entries[1], entries[2], entries[3]
-	flipByte(t, flip.Path, flip.Offset+flip.Length/2)
+	testkit.FlipByte(t, flip.Path, flip.Offset+flip.Length/2)
 	if err := os.Truncate(cut.Path, cut.Offset+cut.Length/2); err != nil {
 		t.Fatal(err)
 	}
@@ -592,7 +574,7 @@ func TestMountExtentsCorruptEntries(t *testing.T) {
 
 	// The xattr: its getxattr verifies the entry and rewrites it.
 	one := after[5]
-	flipByte(t, one.Path, one.Offset)
+	testkit.FlipByte(t, one.Path, one.Offset)
 	if e, err := xattrExtent(filepath.Join(sd, one.Sample)); err != nil || e != one.Extent {
 		t.Fatalf("xattr after damage: %s %v, want %s", e, err, one.Extent)
 	}
@@ -601,7 +583,7 @@ func TestMountExtentsCorruptEntries(t *testing.T) {
 	}
 	// An extent taken before the damage: the reader gets the true bytes.
 	two := after[6]
-	flipByte(t, two.Path, two.Offset+two.Length-1)
+	testkit.FlipByte(t, two.Path, two.Offset+two.Length-1)
 	buf := make(gds.HostBuffer, two.Length)
 	got, err := r.ReadSampleExtent(t.Context(), filepath.Join(sd, two.Sample), two.Extent, buf)
 	if err != nil || !got.Corrupt || !bytes.Equal(buf, want[two.Sample]) {

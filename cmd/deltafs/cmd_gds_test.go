@@ -212,7 +212,7 @@ func TestGDSBenchCorruptEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := entries[23]
-	flipByte(t, bad.Path, bad.Offset+bad.Length/2)
+	testkit.FlipByte(t, bad.Path, bad.Offset+bad.Length/2)
 	cufile, cuda := buildFakeLibs(t)
 	env := []string{gds.EnvCuFileLib + "=" + cufile, gds.EnvCUDALib + "=" + cuda}
 	for _, mode := range []string{"gds", "host"} {

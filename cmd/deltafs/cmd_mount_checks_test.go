@@ -132,22 +132,9 @@ func TestMountImageEmptyTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := mounttest.Start(t, mounttest.Binary(t), table, "--image", "28x28", "--cache-dir", "none")
-	if got := readDirNames(t, filepath.Join(m.Dir, "version", "0", "shard", "0")); fmt.Sprint(got) != "[_samples.tsv]" {
+	if got := testkit.DirNames(t, filepath.Join(m.Dir, "version", "0", "shard", "0")); fmt.Sprint(got) != "[_samples.tsv]" {
 		t.Fatalf("empty table's shard: %v", got)
 	}
-}
-
-func readDirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names
 }
 
 // TestMountNonEmptyMountpoint: a mount over a directory holding files is

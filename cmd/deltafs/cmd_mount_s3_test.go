@@ -151,10 +151,7 @@ func runBin(t *testing.T, bin string, limit time.Duration, args ...string) (stdo
 // lines, or the mount's error line when it refuses the table.
 func mountedTree(t *testing.T, bin, table string, flags ...string) (tree map[string][]string, refused string) {
 	t.Helper()
-	mnt := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mnt := mounttest.Mountpoint(t)
 	args := append([]string{"--data-column", "-", "--shards", "2", "--cache-dir", "none"}, flags...)
 	m, err := mounttest.StartAt(bin, table, mnt, args...)
 	if m != nil {

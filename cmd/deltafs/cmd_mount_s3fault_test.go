@@ -53,10 +53,7 @@ func mountHere(t *testing.T, table string, flags ...string) *inProcMount {
 	if err := fl.Parse(flags); err != nil {
 		t.Fatal(err)
 	}
-	m := &inProcMount{dir: filepath.Join(t.TempDir(), "mnt"), done: make(chan error, 1)}
-	if err := os.Mkdir(m.dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	m := &inProcMount{dir: mounttest.Mountpoint(t), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	go func() { m.done <- runMount(ctx, &o, table, m.dir) }()

@@ -627,8 +627,7 @@ func TestMountDeltaTables(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			table := testkit.CopyTable(t, name)
-			mnt := filepath.Join(t.TempDir(), "mnt")
-			_ = os.Mkdir(mnt, 0o755)
+			mnt := mounttest.Mountpoint(t)
 			m, err := mounttest.StartAt(bin, table, mnt, "--data-column", "-", "--shards", "2", "--cache-dir", "none")
 			if m != nil {
 				t.Cleanup(func() { _ = m.Stop(); mounttest.Unmount(mnt) })

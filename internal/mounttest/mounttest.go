@@ -176,10 +176,7 @@ func (s *SyncBuffer) String() string {
 func Start(t testing.TB, bin, table string, flags ...string) *Mount {
 	t.Helper()
 	RequireFUSE(t)
-	dir := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := Mountpoint(t)
 	m, err := StartAt(bin, table, dir, flags...)
 	if m != nil {
 		t.Cleanup(func() {
@@ -237,27 +234,12 @@ func Run(bin string, args ...string) (string, error) {
 func InProcess(t testing.TB, root gofs.InodeEmbedder, opts *gofs.Options) string {
 	t.Helper()
 	RequireFUSE(t)
-	dir := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := Mountpoint(t)
 	srv, err := gofs.Mount(dir, root, opts)
 	if err != nil {
 		t.Fatalf("mount %s: %v", dir, err)
 	}
-	t.Cleanup(func() {
-		done := make(chan error, 1)
-		go func() { done <- srv.Unmount() }()
-		select {
-		case err := <-done:
-			if err == nil {
-				srv.Wait()
-				return
-			}
-		case <-time.After(10 * time.Second):
-		}
-		Unmount(dir)
-	})
+	UnmountOnCleanup(t, dir, srv)
 	return dir
 }
 
@@ -266,10 +248,7 @@ func InProcess(t testing.TB, root gofs.InodeEmbedder, opts *gofs.Options) string
 func InProcessRaw(t testing.TB, fsys fuse.RawFileSystem, opts *fuse.MountOptions) string {
 	t.Helper()
 	RequireFUSE(t)
-	dir := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := Mountpoint(t)
 	srv, err := fuse.NewServer(fsys, dir, opts)
 	if err != nil {
 		t.Fatalf("mount %s: %v", dir, err)
@@ -278,6 +257,24 @@ func InProcessRaw(t testing.TB, fsys fuse.RawFileSystem, opts *fuse.MountOptions
 	if err := srv.WaitMount(); err != nil {
 		t.Fatalf("mount %s: %v", dir, err)
 	}
+	UnmountOnCleanup(t, dir, srv)
+	return dir
+}
+
+// Mountpoint is a fresh empty directory to mount on, in t.TempDir().
+func Mountpoint(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// UnmountOnCleanup unmounts srv, serving at dir in this process, in
+// t.Cleanup: through the server (10 s at most, since a stuck request can
+// hold it), else with Unmount.
+func UnmountOnCleanup(t testing.TB, dir string, srv *fuse.Server) {
 	t.Cleanup(func() {
 		done := make(chan error, 1)
 		go func() { done <- srv.Unmount() }()
@@ -291,5 +288,4 @@ func InProcessRaw(t testing.TB, fsys fuse.RawFileSystem, opts *fuse.MountOptions
 		}
 		Unmount(dir)
 	})
-	return dir
 }

@@ -3,7 +3,8 @@
 //
 //   - tables.go: the repository's test tables (testdata/delta) and
 //     CopyTable, which copies one into t.TempDir() before a test damages
-//     or changes it.
+//     or changes it; DirNames lists a directory.
+//   - damage.go: FlipByte, bit rot in place.
 //   - mnist.go: the real MNIST digits of testdata/mnist, read from their
 //     gzipped .npy files as testdata/mnist/README.md describes,
 //     independently of the importer, and digits written back in that

@@ -29,3 +29,17 @@ func CopyTable(t testing.TB, name string) string {
 	}
 	return dst
 }
+
+// DirNames is the names in directory dir, sorted (os.ReadDir's order).
+func DirNames(t testing.TB, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	return names
+}
