@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,17 +75,7 @@ func TestImportSpecialFiles(t *testing.T) {
 			return src, "source " + src + ": dog/zero.jpg: not a regular file (character device)"
 		}, nil},
 		{"socket", func(t *testing.T, src string) (string, string) {
-			dir, err := os.MkdirTemp("", "sock")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
-			ln, err := net.Listen("unix", filepath.Join(dir, "s"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ln.Close() })
-			if err := os.Rename(filepath.Join(dir, "s"), filepath.Join(src, "cat", "sock.png")); err != nil {
+			if err := os.Rename(testkit.Socket(t), filepath.Join(src, "cat", "sock.png")); err != nil {
 				t.Fatal(err)
 			}
 			return src, "source " + src + ": cat/sock.png: not a regular file (socket)"

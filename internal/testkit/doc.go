@@ -5,6 +5,8 @@
 //     CopyTable, which copies one into t.TempDir() before a test damages
 //     or changes it; DirNames lists a directory.
 //   - damage.go: FlipByte, bit rot in place.
+//   - special.go: Bounded, which fails a test whose call blocks (on a
+//     named pipe, say), and Socket, a Unix socket to put into a table.
 //   - mnist.go: the real MNIST digits of testdata/mnist, read from their
 //     gzipped .npy files as testdata/mnist/README.md describes,
 //     independently of the importer, and digits written back in that
