@@ -29,14 +29,8 @@ type logExpected struct {
 
 func loadLogExpected(t *testing.T) map[string]logExpected {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testkit.Tables(), "EXPECTED.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out map[string]logExpected
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Expected(t, &out)
 	return out
 }
 

@@ -608,14 +608,8 @@ var mustRefuse = map[string]bool{
 // `deltafs cat` prints).
 func TestMountDeltaTables(t *testing.T) {
 	bin := mounttest.Binary(t)
-	raw, err := os.ReadFile("../../testdata/delta/EXPECTED.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var exp expected
-	if err := json.Unmarshal(raw, &exp); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Expected(t, &exp)
 	names := make([]string, 0, len(exp))
 	for n := range exp {
 		names = append(names, n)

@@ -3,7 +3,8 @@
 //
 //   - tables.go: the repository's test tables (testdata/delta) and
 //     CopyTable, which copies one into t.TempDir() before a test damages
-//     or changes it; DirNames lists a directory.
+//     or changes it; Expected decodes testdata/delta/EXPECTED.json, what
+//     each table holds; DirNames lists a directory.
 //   - damage.go: FlipByte, bit rot in place.
 //   - special.go: Bounded, which fails a test whose call blocks (on a
 //     named pipe, say), and Socket, a Unix socket to put into a table.

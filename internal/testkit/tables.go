@@ -1,9 +1,12 @@
 package testkit
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -42,4 +45,36 @@ func DirNames(t testing.TB, dir string) []string {
 		names = append(names, e.Name())
 	}
 	return names
+}
+
+// Expected decodes testdata/delta/EXPECTED.json, what each shared table
+// holds (per table: its versions with their rows, files and commit info,
+// the versions that cannot be reconstructed, checkpoints, checks), into v:
+// a pointer to a map from table name to the caller's view of a table.
+func Expected(t testing.TB, v any) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(Tables(), "EXPECTED.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		t.Fatalf("EXPECTED.json: %v", err)
+	}
+}
+
+// Readable is the versions of a table in EXPECTED.json (the keys of its
+// "versions") less its "unreconstructable_versions", in order.
+func Readable[V any](versions map[string]V, unreconstructable []int64) []int64 {
+	var vs []int64
+	for k := range versions {
+		v, err := strconv.ParseInt(k, 10, 64)
+		if err != nil {
+			panic("testkit: EXPECTED.json has version " + strconv.Quote(k))
+		}
+		if !slices.Contains(unreconstructable, v) {
+			vs = append(vs, v)
+		}
+	}
+	slices.Sort(vs)
+	return vs
 }
