@@ -102,7 +102,7 @@ func TestDemoScript(t *testing.T) {
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "DELTAFS_BIN="+bin, "DEMO_DIR="+work)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out mounttest.SyncBuffer
+	var out testkit.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -313,8 +313,8 @@ var damages = []damage{
 
 // captureLog sends the default logger (where Reader warns) to a buffer
 // for the rest of the test.
-func captureLog(t *testing.T) *mounttest.SyncBuffer {
-	var b mounttest.SyncBuffer
+func captureLog(t *testing.T) *testkit.SyncBuffer {
+	var b testkit.SyncBuffer
 	saved := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&b, nil)))
 	t.Cleanup(func() { slog.SetDefault(saved) })

@@ -375,7 +375,7 @@ func TestS3UnreachableCommands(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				c := exec.CommandContext(ctx, bin, args...)
-				var stderr mounttest.SyncBuffer
+				var stderr testkit.SyncBuffer
 				c.Stderr = &stderr
 				start := time.Now()
 				if err := c.Start(); err != nil {

@@ -211,7 +211,7 @@ func TestMountS3Faults(t *testing.T) {
 	proxy := s3test.StartProxy(t, fake.Endpoint)
 	s3test.UploadDir(t, fake.Endpoint, "train", "mnist", table.dir)
 	s3Env(t, fake.Endpoint)
-	var logs mounttest.SyncBuffer
+	var logs testkit.SyncBuffer
 	saved, savedLog := global.storage, slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
 	t.Cleanup(func() { global.storage = saved; slog.SetDefault(savedLog) })

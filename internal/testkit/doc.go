@@ -1,11 +1,13 @@
 // Package testkit holds the helpers that deltafs's tests in several
 // packages share, so that each is written once:
 //
-//   - tables.go: the repository's test tables (testdata/delta) and
-//     CopyTable, which copies one into t.TempDir() before a test damages
-//     or changes it; Expected decodes testdata/delta/EXPECTED.json, what
-//     each table holds; DirNames lists a directory.
+//   - tables.go: ModuleRoot; the repository's test tables
+//     (testdata/delta) and CopyTable, which copies one into t.TempDir()
+//     before a test damages or changes it; Expected, which decodes
+//     testdata/delta/EXPECTED.json (what each table holds); DirNames.
 //   - damage.go: FlipByte, bit rot in place.
+//   - syncbuffer.go: SyncBuffer, a buffer that a child process or a
+//     logger writes while the test reads it.
 //   - special.go: Bounded, which fails a test whose call blocks (on a
 //     named pipe, say), and Socket, a Unix socket to put into a table.
 //   - mnist.go: the real MNIST digits of testdata/mnist, read from their
