@@ -11,6 +11,7 @@ import (
 
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/storagetest"
 )
 
 // Broken copies of real tables: each damage makes the versions that need
@@ -281,8 +282,8 @@ func TestCheckpointDamageNeverPanics(t *testing.T) {
 				for i := at; i < min(at+4, len(b)); i++ {
 					b[i] ^= mask
 				}
-				st := newMem()
-				st.set("x.parquet", b, f0())
+				st := storagetest.NewMem()
+				st.Set("x.parquet", b, f0())
 				_, err := readCheckpointFile(ctx, st, "x.parquet", int64(len(b)), false)
 				reads++
 				if err != nil {
@@ -309,8 +310,8 @@ func TestCheckpointDamagedSizesBounded(t *testing.T) {
 	copy(hugeFooter[len(hugeFooter)-8:], []byte{0xf0, 0xff, 0xff, 0xff})
 	ctx := context.Background()
 	for what, b := range map[string][]byte{"footer length": hugeFooter} {
-		st := newMem()
-		st.set("x.parquet", b, f0())
+		st := storagetest.NewMem()
+		st.Set("x.parquet", b, f0())
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
 		_, err := readCheckpointFile(ctx, st, "x.parquet", int64(len(b)), false)
@@ -333,8 +334,8 @@ func TestCheckpointDamagedSizesBounded(t *testing.T) {
 	}
 }
 
-func loadDirFile(t *testing.T, data []byte) *memStorage {
-	m := newMem()
-	m.set("x.parquet", data, f0())
+func loadDirFile(t *testing.T, data []byte) *storagetest.Mem {
+	m := storagetest.NewMem()
+	m.Set("x.parquet", data, f0())
 	return m
 }

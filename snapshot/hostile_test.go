@@ -133,7 +133,7 @@ func TestHostileStatsParsedBelowCardinality(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f.st.set(logDir+"00000000000000000001.checkpoint.parquet", buf.Bytes(), f.at(1))
+	f.st.Set(logDir+"00000000000000000001.checkpoint.parquet", buf.Bytes(), f.at(1))
 	_, err := mustOpen(t, f.st).Snapshot(context.Background(), 1)
 	wantErr(t, err, ErrCorrupt, "mem://table version 1: _delta_log/00000000000000000001.checkpoint.parquet: row 2: add f1: deletion vector removes 5 rows of a file of 3")
 }
@@ -194,10 +194,10 @@ func TestHostileParquetFooter(t *testing.T) {
 func TestHostileLastCheckpointSize(t *testing.T) {
 	f := newFakeLog(t)
 	f.simple(3)
-	f.st.set(lastCheckpointKey, []byte(`{"version":2}`+strings.Repeat(" ", maxHintBytes)), f.at(3))
+	f.st.Set(lastCheckpointKey, []byte(`{"version":2}`+strings.Repeat(" ", maxHintBytes)), f.at(3))
 	tbl := mustOpen(t, f.st)
 	checkSimple(t, tbl, 3)
-	if n := f.st.readCount(lastCheckpointKey); n != 0 {
+	if n := f.st.Reads(lastCheckpointKey); n != 0 {
 		t.Errorf("_last_checkpoint read %d times", n)
 	}
 }

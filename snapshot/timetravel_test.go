@@ -151,7 +151,7 @@ func TestInCommitTimestampEnablementVersion(t *testing.T) {
 			line += mustJSON(metadataAction(conf)) + "\n"
 		}
 		line += mustJSON(addAction(fmt.Sprintf("g%d", v), 1)) + "\n"
-		f.st.set(commitKey(v), []byte(line), f.at(v))
+		f.st.Set(commitKey(v), []byte(line), f.at(v))
 	}
 	ctx := context.Background()
 	tbl := mustOpen(t, f.st)
@@ -201,7 +201,7 @@ func TestVersionsReadsNoOldCommits(t *testing.T) {
 		}
 	}
 	for v := int64(0); v <= 490; v++ {
-		if n := f.st.readCount(commitKey(v)); n != 0 {
+		if n := f.st.Reads(commitKey(v)); n != 0 {
 			t.Errorf("commit %d read %d times, want 0", v, n)
 		}
 	}
