@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )
@@ -50,14 +51,7 @@ func TestInterruptedWrite(t *testing.T) {
 	if ae.MaybeCommitted != -1 {
 		t.Errorf("MaybeCommitted = %d, want -1", ae.MaybeCommitted)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var onDisk []string
-	for _, e := range entries {
-		onDisk = append(onDisk, e.Name())
-	}
+	onDisk := testkit.DirNames(t, dir)
 	orphans := slices.Clone(ae.Orphans)
 	sort.Strings(orphans)
 	if len(orphans) != 2 || !slices.Equal(onDisk, orphans) {
