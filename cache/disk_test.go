@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // Payloads of 1000 bytes make 8 KiB entries (4 KiB header + one block).
@@ -211,11 +213,11 @@ var corruptions = []struct {
 	name   string
 	damage func(t *testing.T, p string)
 }{
-	{"payload byte flipped", func(t *testing.T, p string) { flip(t, p, blockSize+10) }},
-	{"header length byte flipped", func(t *testing.T, p string) { flip(t, p, 13) }},
-	{"key text byte flipped", func(t *testing.T, p string) { flip(t, p, fixedHeader+3) }},
-	{"header checksum flipped", func(t *testing.T, p string) { flip(t, p, int64(fixedHeader+len(key(1).String())+2)) }},
-	{"bad magic", func(t *testing.T, p string) { flip(t, p, 0) }},
+	{"payload byte flipped", func(t *testing.T, p string) { testkit.FlipByte(t, p, blockSize+10) }},
+	{"header length byte flipped", func(t *testing.T, p string) { testkit.FlipByte(t, p, 13) }},
+	{"key text byte flipped", func(t *testing.T, p string) { testkit.FlipByte(t, p, fixedHeader+3) }},
+	{"header checksum flipped", func(t *testing.T, p string) { testkit.FlipByte(t, p, int64(fixedHeader+len(key(1).String())+2)) }},
+	{"bad magic", func(t *testing.T, p string) { testkit.FlipByte(t, p, 0) }},
 	{"truncated mid-payload", func(t *testing.T, p string) { truncate(t, p, blockSize+100) }},
 	{"truncated to a block boundary", func(t *testing.T, p string) { truncate(t, p, blockSize) }},
 	{"truncated mid-header", func(t *testing.T, p string) { truncate(t, p, 1000) }},
@@ -244,23 +246,6 @@ var corruptions = []struct {
 		f.WriteAt(make([]byte, 1000), blockSize)
 		f.Close()
 	}},
-}
-
-func flip(t *testing.T, p string, off int64) {
-	t.Helper()
-	f, err := os.OpenFile(p, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x5A
-	if _, err := f.WriteAt(b, off); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func truncate(t *testing.T, p string, n int64) {
@@ -323,7 +308,7 @@ func TestLocateCorrupt(t *testing.T) {
 	var src source
 	k := key(1)
 	mustGet(t, c, k, src.fetch(k), payload(k, 1000))
-	flip(t, entryPath(c, k), blockSize+999)
+	testkit.FlipByte(t, entryPath(c, k), blockSize+999)
 	if _, _, _, ok := c.Locate(k); ok {
 		t.Fatal("Locate returned a corrupt entry")
 	}

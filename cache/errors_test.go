@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // keyLeaks lists the parts of a key's text that must not reach an error or
@@ -27,7 +29,7 @@ func keyLeaks(s string, k Key) []string {
 // as it is (it names the table, version and file), without the cache key
 // or a "cache: fetch" prefix; the key goes to the debug log only.
 func TestFetchErrorIsTheFetchersOwn(t *testing.T) {
-	lb := &logBuf{}
+	lb := &testkit.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	c := open(t, Options{MemBytes: 1 << 20, Dir: t.TempDir(), MinFreeFraction: -1, Logger: log})
 	cause := errors.New("t1 version 3: part-00000.parquet: unexpected EOF")
@@ -63,7 +65,7 @@ func TestFetchPanicOneLine(t *testing.T) {
 // key, an entry that cannot be written and one that is not kept on disk
 // log and fail without the key's text at info level and above.
 func TestNoKeyInErrorsOrInfoLogs(t *testing.T) {
-	lb := &logBuf{}
+	lb := &testkit.SyncBuffer{}
 	log := slog.New(slog.NewTextHandler(lb, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	dir := t.TempDir()
 	c := open(t, Options{MemBytes: 0, Dir: dir, DiskBytes: 1 << 20, MinFreeFraction: -1, Logger: log})
@@ -73,7 +75,7 @@ func TestNoKeyInErrorsOrInfoLogs(t *testing.T) {
 	// Corrupt: a flipped payload byte.
 	a := key(1)
 	mustGet(t, c, a, src.fetch(a), payload(a, 1000))
-	flip(t, entryPath(c, a), blockSize+10)
+	testkit.FlipByte(t, entryPath(c, a), blockSize+10)
 	mustGet(t, c, a, src.fetch(a), payload(a, 1000))
 
 	// Another key's entry under this key's name.

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/extents"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 func readExtent(t *testing.T, p string, off, n int64) []byte {
@@ -88,24 +89,6 @@ func TestMaterialize(t *testing.T) {
 	}
 }
 
-// flipByte inverts the bits of the byte at off of the file at p, in place.
-func flipByte(t *testing.T, p string, off int64) {
-	t.Helper()
-	f, err := os.OpenFile(p, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0xff
-	if _, err := f.WriteAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestMaterializeRewritesCorrupt: an entry already on disk whose payload
 // was damaged in place (header intact: only the payload checksum can tell)
 // is not advertised: Materialize drops it, fetches the bytes again,
@@ -126,7 +109,7 @@ func TestMaterializeRewritesCorrupt(t *testing.T) {
 	}
 	// A flipped payload byte, near the end of a multi-block payload.
 	k := keys[2]
-	flipByte(t, good[k].Path, good[k].Offset+good[k].Length-5)
+	testkit.FlipByte(t, good[k].Path, good[k].Offset+good[k].Length-5)
 	before := src.n.Load()
 	e, err := c.Materialize(ctx, k, src.fetch(k))
 	if err != nil || e != good[k] || src.n.Load() != before+1 {

@@ -10,32 +10,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
-// logBuf collects log output for assertions.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func testLogger(t testing.TB) (*slog.Logger, *logBuf) {
-	lb := &logBuf{}
+func testLogger(t testing.TB) (*slog.Logger, *testkit.SyncBuffer) {
+	lb := &testkit.SyncBuffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("cache log:\n%s", lb.String())

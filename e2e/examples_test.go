@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // mnistMount imports the MNIST test set and mounts it as PNG class folders
@@ -20,7 +21,7 @@ import (
 func mnistMount(t *testing.T, bin string, shards int) *mounttest.Mount {
 	t.Helper()
 	table := filepath.Join(t.TempDir(), "mnist")
-	run(t, bin, "import", mnistTest, table, "--rows-per-file", "2500")
+	run(t, bin, "import", testkit.MNISTTest, table, "--rows-per-file", "2500")
 	return mounttest.Start(t, bin, table, "--image", "28x28", "--class-column", "label", "--shards", fmt.Sprint(shards))
 }
 
@@ -101,7 +102,7 @@ func TestDemoScript(t *testing.T) {
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "DELTAFS_BIN="+bin, "DEMO_DIR="+work)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var out mounttest.SyncBuffer
+	var out testkit.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/mounttest"
 )
 
 var (
@@ -69,10 +71,7 @@ func mount(t *testing.T, bin, table string, flags ...string) string {
 	if !slices.ContainsFunc(flags, func(f string) bool { return f == "--cache-dir" || strings.HasPrefix(f, "--cache-dir=") }) {
 		flags = append(flags, "--cache-dir", t.TempDir())
 	}
-	mnt := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mnt := mounttest.Mountpoint(t)
 	logf, err := os.Create(filepath.Join(t.TempDir(), "mount.log"))
 	if err != nil {
 		t.Fatal(err)

@@ -1,13 +1,9 @@
 package e2e
 
 import (
-	"bufio"
-	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,12 +12,9 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
-
-const mnistTest = "../testdata/mnist/mnist-test.npy.gz"
-
-// wantPerClass is the label count of the MNIST test set, digits 0..9.
-var wantPerClass = []int{980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009}
 
 // TestImageFolderImportedMNIST imports the real MNIST test set with
 // `deltafs import`, mounts it as PNGs in class folders over three shards, and
@@ -31,7 +24,7 @@ func TestImageFolderImportedMNIST(t *testing.T) {
 	python := needTorchvision(t)
 	bin := buildDeltafs(t)
 	table := filepath.Join(t.TempDir(), "mnist")
-	run(t, bin, "import", mnistTest, table, "--rows-per-file", "2500")
+	run(t, bin, "import", testkit.MNISTTest, table, "--rows-per-file", "2500")
 
 	mnt := mount(t, bin, table, "--image", "28x28", "--class-column", "label", "--shards", "3")
 	checkImageFolder(t, python, mnt, 3)
@@ -44,7 +37,7 @@ func TestImageFolderArticleTable(t *testing.T) {
 	python := needTorchvision(t)
 	bin := buildDeltafs(t)
 	table := filepath.Join(t.TempDir(), "article")
-	writeArticleTable(t, table, mnistTest)
+	writeArticleTable(t, table, testkit.MNISTTest)
 
 	mnt := mount(t, bin, table, "--image", "28x28", "--class-column", "label", "--data-column", "features")
 	for d := 0; d < 10; d++ {
@@ -57,7 +50,7 @@ func TestImageFolderArticleTable(t *testing.T) {
 
 func checkImageFolder(t *testing.T, python, mnt string, shards int) {
 	t.Helper()
-	args := []string{"testdata/check_imagefolder.py", mnistTest}
+	args := []string{"testdata/check_imagefolder.py", testkit.MNISTTest}
 	for k := 0; k < shards; k++ {
 		args = append(args, filepath.Join(mnt, "latest", "shard", fmt.Sprint(k)))
 	}
@@ -75,8 +68,8 @@ func checkImageFolder(t *testing.T, python, mnt string, shards int) {
 	if err := json.Unmarshal(out, &got); err != nil {
 		t.Fatalf("torchvision check printed %q: %v", out, err)
 	}
-	if got.Samples != 10000 || fmt.Sprint(got.PerClass) != fmt.Sprint(wantPerClass) {
-		t.Fatalf("ImageFolder saw %d samples, per class %v; want 10000, %v", got.Samples, got.PerClass, wantPerClass)
+	if got.Samples != 10000 || fmt.Sprint(got.PerClass) != fmt.Sprint(testkit.MNISTPerClass) {
+		t.Fatalf("ImageFolder saw %d samples, per class %v; want 10000, %v", got.Samples, got.PerClass, testkit.MNISTPerClass)
 	}
 }
 
@@ -91,7 +84,10 @@ type articleRow struct {
 // src, two data files, with a hand-written commit.
 func writeArticleTable(t *testing.T, dir, src string) {
 	t.Helper()
-	rows := readNPY(t, src)
+	var rows []articleRow
+	for _, d := range testkit.MNIST(t, src) {
+		rows = append(rows, articleRow{ID: int32(d.ID), Label: float64(d.Label), Features: d.Pixels})
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -136,43 +132,6 @@ func writeArticleTable(t *testing.T, dir, src string) {
 	}
 }
 
-// readNPY reads the MNIST records of a gzipped .npy file (format in
-// testdata/mnist/README.md).
-func readNPY(t *testing.T, path string) []articleRow {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(gz)
-	head := make([]byte, 10)
-	if _, err := io.ReadFull(r, head); err != nil || string(head[:6]) != "\x93NUMPY" {
-		t.Fatalf("%s: not a .npy file (%v)", path, err)
-	}
-	if _, err := r.Discard(int(binary.LittleEndian.Uint16(head[8:10]))); err != nil {
-		t.Fatal(err)
-	}
-	var rows []articleRow
-	rec := make([]byte, 793)
-	for {
-		if _, err := io.ReadFull(r, rec); err == io.EOF {
-			return rows
-		} else if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		rows = append(rows, articleRow{
-			ID:       int32(binary.LittleEndian.Uint64(rec[0:8])),
-			Label:    float64(rec[8]),
-			Features: append([]byte(nil), rec[9:]...),
-		})
-	}
-}
-
 // TestImageFolderPNM mounts the imported MNIST test set with
 // --image-format pnm: Pillow opens every sample as a binary PGM (format
 // PPM, mode L, 28x28), and torchvision's ImageFolder, which loads through
@@ -181,7 +140,7 @@ func TestImageFolderPNM(t *testing.T) {
 	python := needTorchvision(t)
 	bin := buildDeltafs(t)
 	table := filepath.Join(t.TempDir(), "mnist")
-	run(t, bin, "import", mnistTest, table, "--rows-per-file", "5000")
+	run(t, bin, "import", testkit.MNISTTest, table, "--rows-per-file", "5000")
 	mnt := mount(t, bin, table, "--image", "28x28", "--image-format", "pnm", "--class-column", "label")
 	const script = `
 import os, sys

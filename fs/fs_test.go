@@ -20,6 +20,7 @@ import (
 
 	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/sample/memtable"
 )
@@ -59,36 +60,23 @@ func mount(t *testing.T, tbl *memtable.Table, spec sample.Spec, refresh time.Dur
 	return &mounted{dir: dir, tbl: tbl, s: s, root: root}
 }
 
-func readDir(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names
-}
-
 func TestTree(t *testing.T) {
 	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
 	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a.parquet", Rows: digits(30, 0)}, {Path: "b.parquet", Rows: digits(20, 100)}}, nil, nil)
 	tbl.Commit(t0.Add(time.Hour), "WRITE", []memtable.Add{{Path: "c.parquet", Rows: digits(5, 200)}}, nil, nil)
 	m := mount(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label", Shards: 2}, time.Second)
 
-	if got := readDir(t, m.dir); fmt.Sprint(got) != "[.deltafs at latest version]" {
+	if got := testkit.DirNames(t, m.dir); fmt.Sprint(got) != "[.deltafs at latest version]" {
 		t.Fatalf("root: %v", got)
 	}
 	if target, err := os.Readlink(filepath.Join(m.dir, "latest")); err != nil || target != "version/1" {
 		t.Fatalf("latest -> %q, %v", target, err)
 	}
-	if got := readDir(t, filepath.Join(m.dir, "version")); fmt.Sprint(got) != "[0 1]" {
+	if got := testkit.DirNames(t, filepath.Join(m.dir, "version")); fmt.Sprint(got) != "[0 1]" {
 		t.Fatalf("version/: %v", got)
 	}
 	v0 := filepath.Join(m.dir, "version", "0")
-	if got := readDir(t, v0); fmt.Sprint(got) != "[_commit.json _schema.json shard]" {
+	if got := testkit.DirNames(t, v0); fmt.Sprint(got) != "[_commit.json _schema.json shard]" {
 		t.Fatalf("version/0: %v", got)
 	}
 	commit, err := os.ReadFile(filepath.Join(v0, "_commit.json"))
@@ -98,7 +86,7 @@ func TestTree(t *testing.T) {
 	if schema, err := os.ReadFile(filepath.Join(v0, "_schema.json")); err != nil || !strings.Contains(string(schema), `"pixels"`) {
 		t.Fatalf("_schema.json: %s %v", schema, err)
 	}
-	if got := readDir(t, filepath.Join(v0, "shard")); fmt.Sprint(got) != "[0 1]" {
+	if got := testkit.DirNames(t, filepath.Join(v0, "shard")); fmt.Sprint(got) != "[0 1]" {
 		t.Fatalf("shard/: %v", got)
 	}
 
@@ -232,7 +220,7 @@ func TestNewVersionsAppearAndOldOnesStay(t *testing.T) {
 	sd := filepath.Join(m.dir, "version", "0", "shard", "0")
 	hash := func() string {
 		h := sha256.New()
-		for _, n := range readDir(t, sd) {
+		for _, n := range testkit.DirNames(t, sd) {
 			b, err := os.ReadFile(filepath.Join(sd, n))
 			if err != nil {
 				t.Fatal(err)
@@ -256,10 +244,10 @@ func TestNewVersionsAppearAndOldOnesStay(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	if n := len(readDir(t, filepath.Join(m.dir, "version"))); n != 21 {
+	if n := len(testkit.DirNames(t, filepath.Join(m.dir, "version"))); n != 21 {
 		t.Fatalf("%d versions listed, want 21", n)
 	}
-	if got := len(readDir(t, filepath.Join(m.dir, "latest", "shard", "0"))); got != 1+3*20 && got != 1+3*20+10 {
+	if got := len(testkit.DirNames(t, filepath.Join(m.dir, "latest", "shard", "0"))); got != 1+3*20 && got != 1+3*20+10 {
 		t.Fatalf("latest has %d entries", got)
 	}
 	if after := hash(); after != before {
@@ -317,10 +305,10 @@ func TestLargeDirectory(t *testing.T) {
 	m := mount(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}, time.Second)
 	sd := filepath.Join(m.dir, "version", "0", "shard", "0")
 	start := time.Now()
-	names := readDir(t, sd)
+	names := testkit.DirNames(t, sd)
 	ls1 := time.Since(start)
 	start = time.Now()
-	names2 := readDir(t, sd)
+	names2 := testkit.DirNames(t, sd)
 	ls2 := time.Since(start)
 	if len(names) != n+1 || len(names2) != n+1 {
 		t.Fatalf("listed %d then %d entries, want %d", len(names), len(names2), n+1)

@@ -1,10 +1,7 @@
 package fs_test
 
 import (
-	"bufio"
-	"compress/gzip"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -18,48 +15,12 @@ import (
 
 	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
-
-type digitRow struct {
-	ID     int64  `parquet:"id"`
-	Label  int32  `parquet:"label"`
-	Pixels []byte `parquet:"pixels"`
-}
-
-func readDigits(t testing.TB, path string) []digitRow {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(gz)
-	head := make([]byte, 10)
-	if _, err := io.ReadFull(r, head); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := r.Discard(int(binary.LittleEndian.Uint16(head[8:10]))); err != nil {
-		t.Fatal(err)
-	}
-	var out []digitRow
-	rec := make([]byte, 793)
-	for {
-		if _, err := io.ReadFull(r, rec); errors.Is(err, io.EOF) {
-			return out
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, digitRow{ID: int64(binary.LittleEndian.Uint64(rec)), Label: int32(rec[8]), Pixels: append([]byte(nil), rec[9:]...)})
-	}
-}
 
 // parquetTable is a one-version table of real Parquet files: the real
 // PageFetcher reads its pixels; Rows decodes id and label with parquet-go
@@ -145,7 +106,7 @@ func (p *parquetTable) scan(af *snapshot.AddFile, columns []string, fn func(int6
 	}
 }
 
-func writeParquetTable(t testing.TB, rows []digitRow, perFile int) *parquetTable {
+func writeParquetTable(t testing.TB, rows []testkit.Digit, perFile int) *parquetTable {
 	dir := t.TempDir()
 	snap := &snapshot.Snapshot{Timestamp: time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), Schema: &snapshot.StructType{Fields: []snapshot.StructField{
 		{Name: "id", Type: &snapshot.PrimitiveType{Name: "long"}},
@@ -159,7 +120,7 @@ func writeParquetTable(t testing.TB, rows []digitRow, perFile int) *parquetTable
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := parquet.NewGenericWriter[digitRow](f, parquet.Compression(&parquet.Snappy))
+		w := parquet.NewGenericWriter[testkit.Digit](f, parquet.Compression(&parquet.Snappy))
 		if _, err := w.Write(rows[:k]); err != nil {
 			t.Fatal(err)
 		}
@@ -180,11 +141,11 @@ func writeParquetTable(t testing.TB, rows []digitRow, perFile int) *parquetTable
 // and times a listing and two full read passes against the same files
 // copied to tmpfs. DELTAFS_PERF_TRAIN=1 uses the 60,000 training digits.
 func TestReadRealParquet(t *testing.T) {
-	src := "../testdata/mnist/mnist-test.npy.gz"
+	src := testkit.MNISTTest
 	if os.Getenv("DELTAFS_PERF_TRAIN") != "" {
-		src = "../testdata/mnist/mnist-train.npy.gz"
+		src = testkit.MNISTTrain
 	}
-	digits := readDigits(t, src)
+	digits := testkit.MNIST(t, src)
 	pt := writeParquetTable(t, digits, 10000)
 	st, err := storage.NewLocal(pt.dir)
 	if err != nil {

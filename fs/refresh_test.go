@@ -2,8 +2,6 @@ package fs_test
 
 import (
 	"errors"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,48 +11,13 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // How latest moves in a running mount of the real binary, polling every
 // 200ms: only to a version that can be read, with one warning for a
 // version it does not move to, and on as soon as the log is readable
 // again.
-
-const refreshTablesDir = "../testdata/delta"
-
-// refreshCopyTable copies a shared test table into a temporary directory.
-func refreshCopyTable(t *testing.T, name string) string {
-	t.Helper()
-	src := filepath.Join(refreshTablesDir, name)
-	dst := filepath.Join(t.TempDir(), name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(filepath.Join(dst, rel))
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(out, in)
-		if cerr := out.Close(); err == nil {
-			err = cerr
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 // refreshWriteCommit writes _delta_log/<v>.json of table.
 func refreshWriteCommit(t *testing.T, table string, v int, content string) {
@@ -129,7 +92,7 @@ func refreshEIO(t *testing.T, m *mounttest.Mount, v int) {
 // the missing commit appears latest moves on, and keeps moving.
 func TestMountLatestWaitsForMissingCommit(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := refreshCopyTable(t, "dat-basic_append")
+	table := testkit.CopyTable(t, "dat-basic_append")
 	m := mounttest.Start(t, bin, table, "--refresh", "200ms", "--cache-dir", "none")
 	refreshLatestIs(t, m, "version/2", 5*time.Second)
 
@@ -162,7 +125,7 @@ func TestMountLatestWaitsForMissingCommit(t *testing.T) {
 // changes the protocol back.
 func TestMountLatestSkipsUnreadableCommits(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := refreshCopyTable(t, "dat-basic_append")
+	table := testkit.CopyTable(t, "dat-basic_append")
 	m := mounttest.Start(t, bin, table, "--refresh", "200ms", "--cache-dir", "none")
 	refreshLatestIs(t, m, "version/2", 5*time.Second)
 

@@ -33,30 +33,15 @@ func mountDeltafs(t *testing.T, tbl *memtable.Table, spec sample.Spec, refresh t
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := mounttest.Mountpoint(t)
 	srv, err := dfs.Mount(dir, root, root.MountOptions("memtable", false, false))
 	if err != nil {
 		t.Fatalf("mount: %v", err)
 	}
+	mounttest.UnmountOnCleanup(t, dir, srv)
 	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel) // before the unmount (cleanups run last first)
 	go root.Run(ctx)
-	t.Cleanup(func() {
-		cancel()
-		done := make(chan error, 1)
-		go func() { done <- srv.Unmount() }()
-		select {
-		case err := <-done:
-			if err == nil {
-				srv.Wait()
-				return
-			}
-		case <-time.After(10 * time.Second):
-		}
-		mounttest.Unmount(dir)
-	})
 	return dir, root
 }
 

@@ -226,25 +226,6 @@ func newCacheLayout(t testing.TB, nfiles, nsamples int) *cacheLayout {
 	return l
 }
 
-// flip inverts one byte of the file at path, at off, in place: a bit rot
-// the file's size does not show.
-func flip(t testing.TB, path string, off int64) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0xff
-	if _, err := f.WriteAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // check copies the batch back from dst and compares every sample.
 func (l *cacheLayout) check(t testing.TB, r *Reader, dst DeviceBuffer, offsets []int64) {
 	t.Helper()

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/extents"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // systemPython is the interpreter with Debian's torch (see README).
@@ -100,7 +101,7 @@ func TestExampleLoader(t *testing.T) {
 			unknown = i
 			entries[i].Sum = extents.Checksum{}
 		case e.Path == rot && !flipped && e.Length > 1:
-			flip(t, e.Path, e.Offset+e.Length/2)
+			testkit.FlipByte(t, e.Path, e.Offset+e.Length/2)
 			corrupted[entries[i].Sample] = true
 			flipped = true
 		}

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/extents"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 func newReader(t testing.TB, o Options) *Reader {
@@ -660,7 +661,7 @@ func TestChecksumEveryPath(t *testing.T) {
 				t.Fatalf("%d device-to-host copies for %d samples: the GDS path did not check what cuFile read", f.cudaStat("dtoh"), len(l.exts))
 			}
 			bad := l.exts[17]
-			flip(t, bad.Path, bad.Offset+bad.Length-1)
+			testkit.FlipByte(t, bad.Path, bad.Offset+bad.Length-1)
 			_, err = r.ReadBatch(context.Background(), l.exts, buf)
 			var ce *extents.ChecksumError
 			if !errors.Is(err, extents.ErrChecksum) || !errors.As(err, &ce) || ce.Extent != bad || !strings.HasPrefix(err.Error(), "extent 17 (") {
@@ -723,7 +724,7 @@ func TestReadSamplesNeverWrong(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := l.exts[5]
-	flip(t, bad.Path, bad.Offset)
+	testkit.FlipByte(t, bad.Path, bad.Offset)
 	_, size := r.BatchLayout(l.exts)
 	buf := alloc(t, r, size)
 	res, err := r.ReadSamples(context.Background(), s, nil, buf)

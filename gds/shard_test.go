@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/deltafs/deltafs/extents"
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // mountDigits imports n random 28x28 digits (the MNIST .npy layout) with
@@ -29,23 +29,17 @@ import (
 func mountDigits(t *testing.T, n int, cacheDir string, flags ...string) *mounttest.Mount {
 	t.Helper()
 	bin := mounttest.Binary(t)
-	header := fmt.Sprintf("{'descr': [('id', '<i8'), ('label', '|u1'), ('pixels', '|u1', (784,))], 'fortran_order': False, 'shape': (%d,), }", n)
-	for (10+len(header)+1)%64 != 0 {
-		header += " "
-	}
-	b := []byte("\x93NUMPY\x01\x00")
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(header)+1))
-	b = append(b, header+"\n"...)
 	rng := rand.New(rand.NewPCG(1, uint64(n)))
-	for i := range n {
-		b = binary.LittleEndian.AppendUint64(b, uint64(i))
-		b = append(b, byte(i%10))
-		for range 784 {
-			b = append(b, byte(rng.IntN(256)))
+	digits := make([]testkit.Digit, n)
+	for i := range digits {
+		pixels := make([]byte, 784)
+		for j := range pixels {
+			pixels[j] = byte(rng.IntN(256))
 		}
+		digits[i] = testkit.Digit{ID: int64(i), Label: int32(i % 10), Pixels: pixels}
 	}
 	src := filepath.Join(t.TempDir(), "digits.npy")
-	if err := os.WriteFile(src, b, 0o644); err != nil {
+	if err := os.WriteFile(src, testkit.MNISTNPY(digits), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	table := filepath.Join(t.TempDir(), "digits")
@@ -292,7 +286,7 @@ var damages = []damage{
 	{"flip", func(t *testing.T, ents []extents.Entry) []string {
 		// One byte in the middle of a payload: only a checksum tells.
 		e := ents[1]
-		flip(t, e.Path, e.Offset+e.Length/2)
+		testkit.FlipByte(t, e.Path, e.Offset+e.Length/2)
 		return []string{e.Sample}
 	}},
 	{"truncate", func(t *testing.T, ents []extents.Entry) []string {
@@ -320,8 +314,8 @@ var damages = []damage{
 
 // captureLog sends the default logger (where Reader warns) to a buffer
 // for the rest of the test.
-func captureLog(t *testing.T) *mounttest.SyncBuffer {
-	var b mounttest.SyncBuffer
+func captureLog(t *testing.T) *testkit.SyncBuffer {
+	var b testkit.SyncBuffer
 	saved := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&b, nil)))
 	t.Cleanup(func() { slog.SetDefault(saved) })

@@ -1,69 +1,29 @@
 package importer
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/writer"
 )
 
 const (
-	mnistTest  = "../testdata/mnist/mnist-test.npy.gz"
-	mnistTrain = "../testdata/mnist/mnist-train.npy.gz"
 	// SHA-256 of all test pixels in file order (testdata/mnist/README.md).
 	mnistTestPixelsSHA = "6d87418db22cc8025d05968bec9bd5c3932904b23485740db143a061a2c9d161"
 )
-
-type digit struct {
-	id     int64
-	label  byte
-	pixels []byte
-}
-
-// readMNIST parses an MNIST .npy.gz as its README describes, independently
-// of the importer.
-func readMNIST(t *testing.T, path string) []digit {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(gz)
-	pre := make([]byte, 10)
-	io.ReadFull(r, pre)
-	io.CopyN(io.Discard, r, int64(binary.LittleEndian.Uint16(pre[8:])))
-	var out []digit
-	rec := make([]byte, 793)
-	for {
-		if _, err := io.ReadFull(r, rec); err != nil {
-			break
-		}
-		out = append(out, digit{int64(binary.LittleEndian.Uint64(rec)), rec[8], bytes.Clone(rec[9:])})
-	}
-	return out
-}
 
 // TestImportMNISTTest imports the real MNIST test set and reads it back.
 func TestImportMNISTTest(t *testing.T) {
 	dir := t.TempDir()
 	start := time.Now()
-	res, err := importPath(t, mnistTest, dir, writer.Options{RowsPerFile: 4000})
+	res, err := importPath(t, testkit.MNISTTest, dir, writer.Options{RowsPerFile: 4000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +40,7 @@ func TestImportMNISTTest(t *testing.T) {
 		t.Fatalf("schema %s", got)
 	}
 
-	src := readMNIST(t, mnistTest)
+	src := testkit.MNIST(t, testkit.MNISTTest)
 	rows := readRows(t, dir)
 	if len(rows) != 10000 || len(src) != 10000 {
 		t.Fatalf("%d rows, %d in the source", len(rows), len(src))
@@ -103,7 +63,7 @@ func TestImportMNISTTest(t *testing.T) {
 		t.Errorf("pixels SHA-256 %s", got)
 	}
 	for _, i := range []int{0, 1, 4321, 9999} {
-		if rows[i]["id"].(int64) != src[i].id || rows[i]["label"].(int32) != int32(src[i].label) || !bytes.Equal(rows[i]["pixels"].([]byte), src[i].pixels) {
+		if rows[i]["id"].(int64) != src[i].ID || rows[i]["label"].(int32) != src[i].Label || !bytes.Equal(rows[i]["pixels"].([]byte), src[i].Pixels) {
 			t.Errorf("record %d differs from the source", i)
 		}
 	}
@@ -117,7 +77,7 @@ func TestImportMNISTTrainThenTest(t *testing.T) {
 	}
 	dir := t.TempDir()
 	start := time.Now()
-	res, err := importPath(t, mnistTrain, dir, writer.Options{})
+	res, err := importPath(t, testkit.MNISTTrain, dir, writer.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +85,7 @@ func TestImportMNISTTrainThenTest(t *testing.T) {
 	if res.Rows != 60000 || res.Files != 6 {
 		t.Fatalf("result %+v", res)
 	}
-	res, err = importPath(t, mnistTest, dir, writer.Options{})
+	res, err = importPath(t, testkit.MNISTTest, dir, writer.Options{})
 	if err != nil || res.Version != 1 || res.Rows != 10000 {
 		t.Fatalf("append: %+v %v", res, err)
 	}
@@ -134,10 +94,10 @@ func TestImportMNISTTrainThenTest(t *testing.T) {
 		t.Fatalf("%d rows", s.NumRows())
 	}
 	// Pixels of a few training digits, read straight from the data files.
-	train := readMNIST(t, mnistTrain)
-	want := map[int64][]byte{0: train[0].pixels, 31337: train[31337].pixels, 59999: train[59999].pixels}
+	train := testkit.MNIST(t, testkit.MNISTTrain)
+	want := map[int64][]byte{0: train[0].Pixels, 31337: train[31337].Pixels, 59999: train[59999].Pixels}
 	for _, f := range s.Files {
-		for _, r := range readFileRows(t, filepath.Join(dir, f.Path)) {
+		for _, r := range testkit.ParquetRows(t, filepath.Join(dir, f.Path)) {
 			if px, ok := want[r["id"].(int64)]; ok {
 				if !bytes.Equal(px, r["pixels"].([]byte)) {
 					t.Errorf("id %d: pixels differ", r["id"])

@@ -16,6 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/internal/s3test"
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/s3store"
@@ -45,7 +46,7 @@ func TestImportS3(t *testing.T) {
 	s3test.CreateBucket(t, endpoint, "tables")
 	location := "s3://tables/mnist"
 
-	src, err := Open(context.Background(), mnistTest, Options{})
+	src, err := Open(context.Background(), testkit.MNISTTest, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +108,7 @@ func TestImportS3(t *testing.T) {
 		t.Fatalf("version %d, %d rows", s.Version, s.NumRows())
 	}
 	// The first test digit, read back through S3.
-	want := readMNIST(t, mnistTest)[0]
-	type rec struct {
-		ID     int64  `parquet:"id"`
-		Label  int32  `parquet:"label"`
-		Pixels []byte `parquet:"pixels"`
-	}
+	want := testkit.MNIST(t, testkit.MNISTTest)[0]
 	found := false
 	for _, f := range s.Files {
 		key, _ := s.FileKey(f.Path)
@@ -120,14 +116,14 @@ func TestImportS3(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := parquet.NewGenericReader[rec](pf)
-		buf := make([]rec, 1)
+		r := parquet.NewGenericReader[testkit.Digit](pf)
+		buf := make([]testkit.Digit, 1)
 		if _, err := r.Read(buf); err != nil && !errors.Is(err, io.EOF) {
 			t.Fatal(err)
 		}
 		r.Close()
-		if buf[0].ID == want.id {
-			found = buf[0].Label == int32(want.label) && bytes.Equal(buf[0].Pixels, want.pixels)
+		if buf[0].ID == want.ID {
+			found = buf[0].Label == want.Label && bytes.Equal(buf[0].Pixels, want.Pixels)
 		}
 	}
 	if !found {

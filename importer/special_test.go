@@ -4,28 +4,16 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/writer"
 )
-
-// within fails the test when fn has not returned in 10 s.
-func within(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { defer close(done); fn() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s still blocked after 10s", what)
-	}
-}
 
 // TestImageFolderRefusesSpecialFiles: an image that is not a regular file
 // fails Open, named, without being opened; other special files are not
@@ -55,17 +43,7 @@ func TestImageFolderRefusesSpecialFiles(t *testing.T) {
 			}
 		}, "not a regular file (named pipe)"},
 		{"socket", func(t *testing.T, p string) {
-			dir, err := os.MkdirTemp("", "sock")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
-			ln, err := net.Listen("unix", filepath.Join(dir, "s"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ln.Close() })
-			if err := os.Symlink(filepath.Join(dir, "s"), p); err != nil {
+			if err := os.Symlink(testkit.Socket(t), p); err != nil {
 				t.Fatal(err)
 			}
 		}, "not a regular file (socket)"},
@@ -80,7 +58,7 @@ func TestImageFolderRefusesSpecialFiles(t *testing.T) {
 			writePNG(t, filepath.Join(src, "cat", "1.png"), 1)
 			writePNG(t, filepath.Join(src, "dog", "1.png"), 2)
 			c.make(t, filepath.Join(src, "dog", "2.png"))
-			within(t, "Open", func() {
+			testkit.Bounded(t, "Open", 10*time.Second, func() {
 				_, err := Open(context.Background(), src, Options{})
 				if want := "source " + src + ": dog/2.png: " + c.want; err == nil || err.Error() != want {
 					t.Errorf("Open = %v, want %q", err, want)
@@ -97,7 +75,7 @@ func TestImageFolderRefusesSpecialFiles(t *testing.T) {
 		if err := os.Symlink("/dev/zero", filepath.Join(src, "cat", "zero.txt")); err != nil {
 			t.Fatal(err)
 		}
-		within(t, "import", func() {
+		testkit.Bounded(t, "import", 10*time.Second, func() {
 			res, err := importPath(t, src, filepath.Join(t.TempDir(), "table"), writer.Options{})
 			if err != nil || res.Rows != 1 {
 				t.Errorf("import of a tree with special non-image files = %+v, %v; want its 1 image", res, err)
@@ -118,7 +96,7 @@ func TestSourceFileRefusesSpecialFiles(t *testing.T) {
 	if err := os.Symlink("/dev/zero", zero); err != nil {
 		t.Fatal(err)
 	}
-	within(t, "Open", func() {
+	testkit.Bounded(t, "Open", 10*time.Second, func() {
 		for path, kind := range map[string]string{fifo: "named pipe", zero: "character device"} {
 			_, err := Open(context.Background(), path, Options{})
 			want := "source " + path + ": not a regular file (" + kind + ") (want an ImageFolder directory or a .npy / .npy.gz file)"
@@ -142,7 +120,7 @@ func TestImageFolderMaxFileSize(t *testing.T) {
 	if err := os.Truncate(big, 1<<40); err != nil {
 		t.Fatal(err)
 	}
-	within(t, "Open", func() {
+	testkit.Bounded(t, "Open", 10*time.Second, func() {
 		_, err := Open(context.Background(), src, Options{})
 		want := "source " + src + ": cat/2.png: file too large: 1099511627776 bytes, over the bound of 1073741824"
 		if err == nil || err.Error() != want || !errors.Is(err, storage.ErrTooLarge) {
@@ -178,7 +156,7 @@ func TestImageFolderSwappedForFIFO(t *testing.T) {
 	if err := syscall.Mkfifo(p, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	within(t, "Next", func() {
+	testkit.Bounded(t, "Next", 10*time.Second, func() {
 		if _, err := s.Next(); err == nil || err.Error() != "cat/1.png: not a regular file (named pipe)" {
 			t.Errorf("Next = %v", err)
 		}

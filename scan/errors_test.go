@@ -3,8 +3,6 @@ package scan
 import (
 	"context"
 	"errors"
-	"io"
-	"io/fs"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -13,44 +11,10 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
-
-// copyTable copies a shared table into a temporary directory.
-func copyTable(t *testing.T, name string) string {
-	t.Helper()
-	src := filepath.Join(testdataDir, name)
-	dst := filepath.Join(t.TempDir(), name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(target)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 // scanFile scans one file of snap with every column, counting rows.
 func scanFile(t *testing.T, snap *snapshot.Snapshot, f *snapshot.AddFile) (int, error) {
@@ -90,7 +54,7 @@ func checkFileError(t *testing.T, err error, snap *snapshot.Snapshot, f *snapsho
 }
 
 func TestMissingDataFile(t *testing.T) {
-	dir := copyTable(t, "golden-dv-partitioned-with-checkpoint")
+	dir := testkit.CopyTable(t, "golden-dv-partitioned-with-checkpoint")
 	snap := mustSnapshot(t, openTable(t, dir), -1)
 	f := snap.Files[3]
 	key, _ := snap.FileKey(f.Path)
@@ -118,7 +82,7 @@ func TestMissingDataFile(t *testing.T) {
 
 // Truncated, empty and garbage data files fail with an error naming them.
 func TestCorruptDataFile(t *testing.T) {
-	dir := copyTable(t, "dat-basic_append")
+	dir := testkit.CopyTable(t, "dat-basic_append")
 	snap := mustSnapshot(t, openTable(t, dir), 0)
 	f := snap.Files[0]
 	key, _ := snap.FileKey(f.Path)
@@ -163,7 +127,7 @@ func TestCorruptDataFile(t *testing.T) {
 // Scan.File does, and gives the same rows otherwise.
 func TestCorruptDataFileNoPanic(t *testing.T) {
 	for _, table := range []string{"golden-table-with-columnmapping-mode-id", "deltars-table_with_column_mapping", "kernelrs-type-widening"} {
-		dir := copyTable(t, table)
+		dir := testkit.CopyTable(t, table)
 		snap := mustSnapshot(t, openTable(t, dir), -1)
 		for _, f := range snap.Files {
 			key, _ := snap.FileKey(f.Path)

@@ -3,15 +3,13 @@ package scan
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
@@ -37,27 +35,13 @@ type expectedTable struct {
 
 func loadExpected(t testing.TB) map[string]expectedTable {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testdataDir, "EXPECTED.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out map[string]expectedTable
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Expected(t, &out)
 	return out
 }
 
 func (e expectedTable) versionList() []int64 {
-	var vs []int64
-	for k := range e.Versions {
-		v, _ := strconv.ParseInt(k, 10, 64)
-		if !slices.Contains(e.Unreconstructable, v) {
-			vs = append(vs, v)
-		}
-	}
-	slices.Sort(vs)
-	return vs
+	return testkit.Readable(e.Versions, e.Unreconstructable)
 }
 
 // refusedTables are refused by log replay (protocol), so never scanned.

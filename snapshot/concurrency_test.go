@@ -81,7 +81,7 @@ func TestConcurrentBuildsOnce(t *testing.T) {
 	f := newFakeLog(t)
 	f.simple(40)
 	tbl := mustOpen(t, f.st)
-	before := f.st.readCount(commitKey(5))
+	before := f.st.Reads(commitKey(5))
 	var wg sync.WaitGroup
 	snaps := make([]*Snapshot, 32)
 	for i := range snaps {
@@ -101,7 +101,7 @@ func TestConcurrentBuildsOnce(t *testing.T) {
 			t.Fatal("concurrent requests got different snapshots")
 		}
 	}
-	if n := f.st.readCount(commitKey(5)) - before; n > 1 {
+	if n := f.st.Reads(commitKey(5)) - before; n > 1 {
 		t.Errorf("commit 5 read %d times", n)
 	}
 }

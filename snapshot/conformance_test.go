@@ -2,7 +2,6 @@ package snapshot
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
 )
 
@@ -44,31 +44,17 @@ type expectedTable struct {
 
 func loadExpected(t testing.TB) map[string]expectedTable {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testdataDir, "EXPECTED.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out map[string]expectedTable
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Expected(t, &out)
 	if len(out) != 28 {
 		t.Fatalf("EXPECTED.json has %d tables, want 28", len(out))
 	}
 	return out
 }
 
-// versions returns the expected versions in order.
+// versionList is the readable versions, in order.
 func (e expectedTable) versionList() []int64 {
-	var vs []int64
-	for k := range e.Versions {
-		v, _ := strconv.ParseInt(k, 10, 64)
-		if !slices.Contains(e.Unreconstructable, v) {
-			vs = append(vs, v)
-		}
-	}
-	slices.Sort(vs)
-	return vs
+	return testkit.Readable(e.Versions, e.Unreconstructable)
 }
 
 // refusedTables must fail with an *UnsupportedFeatureError naming this.

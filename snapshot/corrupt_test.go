@@ -9,7 +9,9 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/storagetest"
 )
 
 // Broken copies of real tables: each damage makes the versions that need
@@ -51,7 +53,7 @@ func rangeOf(a, b int64) []int64 {
 
 func TestCorruptTruncatedCommit(t *testing.T) {
 	const name = "golden-basic-with-inserts-deletes-checkpoint"
-	dir := copyTable(t, name)
+	dir := testkit.CopyTable(t, name)
 	p := logFilePath(dir, "00000000000000000012.json")
 	data, _ := os.ReadFile(p)
 	if err := os.WriteFile(p, data[:len(data)*2/3], 0o644); err != nil {
@@ -67,7 +69,7 @@ func TestCorruptTruncatedCommit(t *testing.T) {
 func TestCorruptNonJSONCommit(t *testing.T) {
 	const name = "golden-basic-with-inserts-deletes-checkpoint"
 	for _, garbage := range []string{"\x00\x01binary\xff", "not json at all\n", `{"add":{"path":5}}` + "\n", `["an array"]` + "\n"} {
-		dir := copyTable(t, name)
+		dir := testkit.CopyTable(t, name)
 		if err := os.WriteFile(logFilePath(dir, "00000000000000000005.json"), []byte(garbage), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +82,7 @@ func TestCorruptNonJSONCommit(t *testing.T) {
 
 func TestCorruptMissingCheckpointPart(t *testing.T) {
 	const name = "golden-multi-part-checkpoint"
-	dir := copyTable(t, name)
+	dir := testkit.CopyTable(t, name)
 	os.Remove(logFilePath(dir, "00000000000000000001.checkpoint.0000000002.0000000002.parquet"))
 	// The protocol says to ignore an incomplete multi-part checkpoint:
 	// version 1 is replayed from the commits.
@@ -94,7 +96,7 @@ func TestCorruptMissingCheckpointPart(t *testing.T) {
 
 func TestCorruptMissingSidecar(t *testing.T) {
 	const name = "golden-v2-checkpoint-parquet"
-	dir := copyTable(t, name)
+	dir := testkit.CopyTable(t, name)
 	side := "_delta_log/_sidecars/00000000000000000002.checkpoint.0000000002.0000000002.33321cc1-9c55-4d1f-8511-fafe6d2e1133.parquet"
 	os.Remove(filepath.Join(dir, side))
 	tbl := mustOpen(t, openLocal(t, dir))
@@ -128,7 +130,7 @@ func TestCorruptCheckpointParquet(t *testing.T) {
 	}
 	for what, data := range damages {
 		t.Run(what, func(t *testing.T) {
-			dir := copyTable(t, name)
+			dir := testkit.CopyTable(t, name)
 			if err := os.WriteFile(logFilePath(dir, ckpt), data, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -173,7 +175,7 @@ func TestCorruptDeletionVectorFile(t *testing.T) {
 	}
 	for what, c := range cases {
 		t.Run(what, func(t *testing.T) {
-			dir := copyTable(t, name)
+			dir := testkit.CopyTable(t, name)
 			c.damage(filepath.Join(dir, dvFile))
 			tbl := mustOpen(t, openLocal(t, dir))
 			s := mustSnapshot(t, tbl, 1) // the snapshot itself does not read DVs
@@ -199,7 +201,7 @@ func TestCorruptDeletionVectorFile(t *testing.T) {
 
 func TestVacuumedDataFile(t *testing.T) {
 	const name = "golden-basic-with-inserts-deletes-checkpoint"
-	dir := copyTable(t, name)
+	dir := testkit.CopyTable(t, name)
 	tbl0 := mustOpen(t, openLocal(t, dir))
 	first := mustSnapshot(t, tbl0, 0).Files[0]
 	key, err := mustSnapshot(t, tbl0, 0).FileKey(first.Path)
@@ -219,7 +221,7 @@ func TestVacuumedDataFile(t *testing.T) {
 
 func TestCorruptGapInCommits(t *testing.T) {
 	const name = "golden-basic-with-inserts-deletes-checkpoint"
-	dir := copyTable(t, name)
+	dir := testkit.CopyTable(t, name)
 	os.Remove(logFilePath(dir, "00000000000000000003.json"))
 	tbl := mustOpen(t, openLocal(t, dir))
 	checkFails(t, tbl, ErrLogGap, "_delta_log/00000000000000000003.json", rangeOf(3, 9)...)
@@ -231,7 +233,7 @@ func TestCorruptGapInCommits(t *testing.T) {
 }
 
 func TestCorruptMissingLog(t *testing.T) {
-	dir := copyTable(t, "dat-basic_append")
+	dir := testkit.CopyTable(t, "dat-basic_append")
 	os.RemoveAll(filepath.Join(dir, "_delta_log"))
 	_, err := Open(context.Background(), openLocal(t, dir))
 	wantErr(t, err, ErrNotDeltaTable, dir+": _delta_log/: not a Delta table")
@@ -280,8 +282,8 @@ func TestCheckpointDamageNeverPanics(t *testing.T) {
 				for i := at; i < min(at+4, len(b)); i++ {
 					b[i] ^= mask
 				}
-				st := newMem()
-				st.set("x.parquet", b, f0())
+				st := storagetest.NewMem()
+				st.Set("x.parquet", b, f0())
 				_, err := readCheckpointFile(ctx, st, "x.parquet", int64(len(b)), false)
 				reads++
 				if err != nil {
@@ -308,8 +310,8 @@ func TestCheckpointDamagedSizesBounded(t *testing.T) {
 	copy(hugeFooter[len(hugeFooter)-8:], []byte{0xf0, 0xff, 0xff, 0xff})
 	ctx := context.Background()
 	for what, b := range map[string][]byte{"footer length": hugeFooter} {
-		st := newMem()
-		st.set("x.parquet", b, f0())
+		st := storagetest.NewMem()
+		st.Set("x.parquet", b, f0())
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
 		_, err := readCheckpointFile(ctx, st, "x.parquet", int64(len(b)), false)
@@ -332,8 +334,8 @@ func TestCheckpointDamagedSizesBounded(t *testing.T) {
 	}
 }
 
-func loadDirFile(t *testing.T, data []byte) *memStorage {
-	m := newMem()
-	m.set("x.parquet", data, f0())
+func loadDirFile(t *testing.T, data []byte) *storagetest.Mem {
+	m := storagetest.NewMem()
+	m.Set("x.parquet", data, f0())
 	return m
 }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // Cross-checks of checkpoints, on damaged copies of real tables.
@@ -23,7 +25,7 @@ const (
 // five files twice and none of part 2's.
 func copyPart1OverPart2(t *testing.T) string {
 	t.Helper()
-	dir := copyTable(t, "golden-multi-part-checkpoint")
+	dir := testkit.CopyTable(t, "golden-multi-part-checkpoint")
 	data, err := os.ReadFile(logFilePath(dir, multiPart1))
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +111,7 @@ func TestCheckpointDisagreesWithLastCheckpoint(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, withCommits := range []bool{true, false} {
-				dir := copyTable(t, "golden-multi-part-checkpoint")
+				dir := testkit.CopyTable(t, "golden-multi-part-checkpoint")
 				writeHint(t, dir, c.hint, c.sum)
 				if !withCommits {
 					os.Remove(logFilePath(dir, "00000000000000000000.json"))
@@ -129,7 +131,7 @@ func TestCheckpointDisagreesWithLastCheckpoint(t *testing.T) {
 					if len(s.Files) != 10 || s.NumRows() != 31 {
 						t.Fatalf("commits %v: %d files, %d rows", withCommits, len(s.Files), s.NumRows())
 					}
-					if replayed := st.readCount(commitKey(0)) > 0; replayed != (c.want != "") {
+					if replayed := st.Reads(commitKey(0)) > 0; replayed != (c.want != "") {
 						t.Errorf("commits %v: commit 0 replayed %v, want %v", withCommits, replayed, c.want != "")
 					}
 				default:
@@ -194,12 +196,12 @@ func TestCheckpointPartsDisagree(t *testing.T) {
 	// and every add again.
 	p1 := "_delta_log/00000000000000000004.checkpoint.0000000001.0000000002.parquet"
 	p2 := "_delta_log/00000000000000000004.checkpoint.0000000002.0000000002.parquet"
-	f.st.set(p2, f.st.files[p1], f.at(4))
+	f.st.Set(p2, f.st.Data(p1), f.at(4))
 	ctx := context.Background()
 	tbl := mustOpen(t, f.st)
 	checkSimple(t, tbl, 6) // from the commits
 	for v := int64(0); v <= 4; v++ {
-		f.st.remove(commitKey(v))
+		f.st.Remove(commitKey(v))
 	}
 	_, err := Open(ctx, f.st)
 	wantErr(t, err, ErrCorrupt, "version 6: "+p1+": checkpoint holds 2 protocol actions")
@@ -217,10 +219,10 @@ func TestCheckpointWrittenWhileOpenIsCrossChecked(t *testing.T) {
 	tbl := mustOpen(t, f.st)
 	f.commit(6, simpleActions(6)...)
 	f.jsonCheckpoint(6)
-	f.st.set(lastCheckpointKey, []byte(`{"version":6,"numOfAddFiles":99}`), f.at(6))
+	f.st.Set(lastCheckpointKey, []byte(`{"version":6,"numOfAddFiles":99}`), f.at(6))
 	f.commit(7, simpleActions(7)...)
 	for v := int64(0); v <= 6; v++ {
-		f.st.remove(commitKey(v))
+		f.st.Remove(commitKey(v))
 	}
 	if _, err := tbl.Refresh(ctx); err != nil {
 		t.Fatal(err)
@@ -228,13 +230,13 @@ func TestCheckpointWrittenWhileOpenIsCrossChecked(t *testing.T) {
 	_, err := tbl.Snapshot(ctx, 7)
 	wantErr(t, err, ErrCorrupt, "mem://table version 7: _delta_log/00000000000000000006.checkpoint.00000006-0000-0000-0000-000000000000.json: checkpoint holds 4 add actions, _last_checkpoint says numOfAddFiles 99")
 	// The hint is read once for that checkpoint, not at every poll.
-	reads := f.st.readCount(lastCheckpointKey)
+	reads := f.st.Reads(lastCheckpointKey)
 	for range 3 {
 		if _, err := tbl.Refresh(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := f.st.readCount(lastCheckpointKey); n != reads {
+	if n := f.st.Reads(lastCheckpointKey); n != reads {
 		t.Errorf("_last_checkpoint read %d more times by polls", n-reads)
 	}
 }

@@ -9,15 +9,17 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltafs/deltafs/storage/storagetest"
 )
 
-// fakeLog fabricates Delta logs in a memStorage: commits, JSON V2 and
+// fakeLog fabricates Delta logs in a storagetest.Mem: commits, JSON V2 and
 // Parquet classic checkpoints, _last_checkpoint. Version v is committed at
 // t0 + v seconds (file modification time).
 
 type fakeLog struct {
 	t  testing.TB
-	st *memStorage
+	st *storagetest.Mem
 	t0 time.Time
 	// live is the replayed state after each commit (for checkpoints).
 	live     map[string]*AddFile
@@ -26,7 +28,7 @@ type fakeLog struct {
 }
 
 func newFakeLog(t testing.TB) *fakeLog {
-	return &fakeLog{t: t, st: newMem(), t0: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), live: map[string]*AddFile{}}
+	return &fakeLog{t: t, st: storagetest.NewMem(), t0: time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC), live: map[string]*AddFile{}}
 }
 
 const fakeSchema = `{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},{"name":"part","type":"string","nullable":true,"metadata":{}}]}`
@@ -60,7 +62,7 @@ func (f *fakeLog) commit(v int64, acts ...Action) {
 			delete(f.live, a.Remove.Path)
 		}
 	}
-	f.st.set(commitKey(v), buf.Bytes(), f.at(v))
+	f.st.Set(commitKey(v), buf.Bytes(), f.at(v))
 }
 
 func protocolAction(r, w int, features ...string) Action {
@@ -137,7 +139,7 @@ func (f *fakeLog) jsonCheckpoint(v int64) string {
 		buf.WriteString(mustJSON(Action{Add: a}) + "\n")
 	}
 	key := fmt.Sprintf("%s%020d.checkpoint.%08d-0000-0000-0000-000000000000.json", logDir, v, v)
-	f.st.set(key, buf.Bytes(), f.at(v).Add(time.Millisecond))
+	f.st.Set(key, buf.Bytes(), f.at(v).Add(time.Millisecond))
 	return key
 }
 
@@ -220,14 +222,14 @@ func (f *fakeLog) parquetCheckpoint(v int64) string {
 		f.t.Fatal(err)
 	}
 	key := fmt.Sprintf("%s%020d.checkpoint.parquet", logDir, v)
-	f.st.set(key, buf.Bytes(), f.at(v).Add(time.Millisecond))
+	f.st.Set(key, buf.Bytes(), f.at(v).Add(time.Millisecond))
 	return key
 }
 
 // lastCheckpoint writes a _last_checkpoint naming version v (no counts:
 // crosscheck_test.go writes hints with counts).
 func (f *fakeLog) lastCheckpoint(v int64) {
-	f.st.set(lastCheckpointKey, []byte(fmt.Sprintf(`{"version":%d}`, v)), time.Now())
+	f.st.Set(lastCheckpointKey, []byte(fmt.Sprintf(`{"version":%d}`, v)), time.Now())
 }
 
 func f0() time.Time { return time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC) }

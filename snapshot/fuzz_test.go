@@ -164,34 +164,31 @@ func FuzzCheckpointCrossCheck(f *testing.F) {
 	f.Add([]byte(`{"version":1,"size":14,"parts":2,"numOfAddFiles":10}`), uint8(1), uint32(0), byte(0), true)
 	f.Add([]byte(`not json`), uint8(0), uint32(0), byte(0), true)
 	f.Fuzz(func(t *testing.T, lastCheckpoint []byte, op uint8, at uint32, val byte, dropCommits bool) {
-		st := newMem()
-		for k, v := range base.files {
-			st.set(k, v, base.mtime[k])
-		}
+		st := base.Clone()
 		p := parts[val&1]
-		data := st.files[p]
+		data := st.Data(p)
 		switch op % 7 {
 		case 1:
-			st.set(parts[1], st.files[parts[0]], f0())
+			st.Set(parts[1], st.Data(parts[0]), f0())
 		case 2:
-			st.set(parts[0], st.files[parts[1]], f0())
+			st.Set(parts[0], st.Data(parts[1]), f0())
 		case 3:
-			a, b := st.files[parts[0]], st.files[parts[1]]
-			st.set(parts[0], b, f0())
-			st.set(parts[1], a, f0())
+			a, b := st.Data(parts[0]), st.Data(parts[1])
+			st.Set(parts[0], b, f0())
+			st.Set(parts[1], a, f0())
 		case 4:
 			b := bytes.Clone(data)
 			b[int(at)%len(b)] ^= val | 1
-			st.set(p, b, f0())
+			st.Set(p, b, f0())
 		case 5:
-			st.set(p, data[:int(at)%len(data)], f0())
+			st.Set(p, data[:int(at)%len(data)], f0())
 		case 6:
-			st.remove(parts[1])
+			st.Remove(parts[1])
 		}
-		st.set(lastCheckpointKey, lastCheckpoint, f0())
+		st.Set(lastCheckpointKey, lastCheckpoint, f0())
 		if dropCommits {
-			st.remove(commitKey(0))
-			st.remove(commitKey(1))
+			st.Remove(commitKey(0))
+			st.Remove(commitKey(1))
 		}
 		ctx := context.Background()
 		tbl, err := Open(ctx, st)

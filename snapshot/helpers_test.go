@@ -2,56 +2,16 @@ package snapshot
 
 import (
 	"context"
-	"io"
 	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
-	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/storagetest"
 )
-
-// copyTable copies a shared test table into a temporary directory, so a
-// test can break it.
-func copyTable(t testing.TB, name string) string {
-	t.Helper()
-	src := filepath.Join(testdataDir, name)
-	dst := filepath.Join(t.TempDir(), name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(out, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		f, err := os.Create(out)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(f, in); err != nil {
-			f.Close()
-			return err
-		}
-		return f.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 func logFilePath(dir string, name string) string { return filepath.Join(dir, "_delta_log", name) }
 
@@ -107,93 +67,11 @@ func sameSnapshot(t *testing.T, what string, a, b *Snapshot) {
 	}
 }
 
-// memStorage is an in-memory storage.Storage for fabricated logs, with
-// counters of the calls it serves.
-type memStorage struct {
-	mu    sync.Mutex
-	files map[string][]byte
-	mtime map[string]time.Time
-	lists int
-	reads map[string]int
-}
-
-func newMem() *memStorage {
-	return &memStorage{files: map[string][]byte{}, mtime: map[string]time.Time{}, reads: map[string]int{}}
-}
-
-func (m *memStorage) set(key string, data []byte, mt time.Time) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.files[key] = data
-	m.mtime[key] = mt
-}
-
-func (m *memStorage) remove(key string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.files, key)
-}
-
-func (m *memStorage) List(ctx context.Context, prefix, startAfter string) ([]storage.ObjectInfo, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.lists++
-	var out []storage.ObjectInfo
-	for k, v := range m.files {
-		if strings.HasPrefix(k, prefix) && k > startAfter {
-			out = append(out, storage.ObjectInfo{Key: k, Size: int64(len(v)), ModTime: m.mtime[k]})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-	return out, nil
-}
-
-func (m *memStorage) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	v, ok := m.files[key]
-	if !ok {
-		return storage.ObjectInfo{}, &fs.PathError{Op: "stat", Path: key, Err: storage.ErrNotExist}
-	}
-	return storage.ObjectInfo{Key: key, Size: int64(len(v)), ModTime: m.mtime[key]}, nil
-}
-
-func (m *memStorage) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.reads[key]++
-	v, ok := m.files[key]
-	if !ok {
-		return 0, &fs.PathError{Op: "read", Path: key, Err: storage.ErrNotExist}
-	}
-	if off >= int64(len(v)) {
-		return 0, io.EOF
-	}
-	n := copy(p, v[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
-func (m *memStorage) Put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
-	m.set(key, slices.Clone(data), time.Now())
-	return nil
-}
-
-func (m *memStorage) Location() string { return "mem://table" }
-
-func (m *memStorage) readCount(key string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.reads[key]
-}
-
-// loadDir loads a table directory into a memStorage (modification times
-// kept).
-func loadDir(t testing.TB, dir string) *memStorage {
+// loadDir loads a table directory into a storagetest.Mem (modification
+// times kept).
+func loadDir(t testing.TB, dir string) *storagetest.Mem {
 	t.Helper()
-	m := newMem()
+	m := storagetest.NewMem()
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -204,7 +82,7 @@ func loadDir(t testing.TB, dir string) *memStorage {
 		}
 		info, _ := d.Info()
 		rel, _ := filepath.Rel(dir, p)
-		m.set(filepath.ToSlash(rel), data, info.ModTime())
+		m.Set(filepath.ToSlash(rel), data, info.ModTime())
 		return nil
 	})
 	if err != nil {

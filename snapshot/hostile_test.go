@@ -15,6 +15,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // Hostile metadata: no allocation or loop is sized by a number the log or
@@ -57,7 +59,7 @@ func TestHostileDeletionVectorSizes(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			dir := copyTable(t, "deltars-table-with-dv-small")
+			dir := testkit.CopyTable(t, "deltars-table-with-dv-small")
 			rewriteLog(t, dir, "00000000000000000001.json", c.old, c.new)
 			tbl := mustOpen(t, openLocal(t, dir))
 			s := mustSnapshot(t, tbl, 1)
@@ -131,7 +133,7 @@ func TestHostileStatsParsedBelowCardinality(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f.st.set(logDir+"00000000000000000001.checkpoint.parquet", buf.Bytes(), f.at(1))
+	f.st.Set(logDir+"00000000000000000001.checkpoint.parquet", buf.Bytes(), f.at(1))
 	_, err := mustOpen(t, f.st).Snapshot(context.Background(), 1)
 	wantErr(t, err, ErrCorrupt, "mem://table version 1: _delta_log/00000000000000000001.checkpoint.parquet: row 2: add f1: deletion vector removes 5 rows of a file of 3")
 }
@@ -142,7 +144,7 @@ func TestHostileSidecarSize(t *testing.T) {
 	const ckpt = "00000000000000000006.checkpoint.2a15d0c6-8b11-4a98-bab4-957905d62f7f.json"
 	const side = "_delta_log/_sidecars/00000000000000000006.checkpoint.0000000001.0000000002.19af1366-a425-47f4-8fa6-8d6865625573.parquet"
 	for _, claim := range []string{"12277", "4611686018427387904"} {
-		dir := copyTable(t, "kernelrs-v2-checkpoints-json-with-sidecars")
+		dir := testkit.CopyTable(t, "kernelrs-v2-checkpoints-json-with-sidecars")
 		rewriteLog(t, dir, ckpt, `"sizeInBytes":12276`, `"sizeInBytes":`+claim)
 		tbl := mustOpen(t, openLocal(t, dir))
 		var err error
@@ -171,7 +173,7 @@ func footerBomb() []byte {
 
 func TestHostileParquetFooter(t *testing.T) {
 	const ckpt = "00000000000000000002.checkpoint.parquet"
-	dir := copyTable(t, "dat-with_checkpoint")
+	dir := testkit.CopyTable(t, "dat-with_checkpoint")
 	if err := os.WriteFile(logFilePath(dir, ckpt), footerBomb(), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +186,7 @@ func TestHostileParquetFooter(t *testing.T) {
 	checkReadable(t, tbl, "dat-with_checkpoint", 0, 1)
 	// Every real checkpoint and sidecar passes the check.
 	for _, name := range []string{"dat-with_checkpoint", "golden-multi-part-checkpoint", "golden-v2-checkpoint-parquet", "deltars-table_failed_last_checkpoint_update"} {
-		checkReadable(t, mustOpen(t, openLocal(t, copyTable(t, name))), name, loadExpected(t)[name].versionList()...)
+		checkReadable(t, mustOpen(t, openLocal(t, testkit.CopyTable(t, name))), name, loadExpected(t)[name].versionList()...)
 	}
 }
 
@@ -192,10 +194,10 @@ func TestHostileParquetFooter(t *testing.T) {
 func TestHostileLastCheckpointSize(t *testing.T) {
 	f := newFakeLog(t)
 	f.simple(3)
-	f.st.set(lastCheckpointKey, []byte(`{"version":2}`+strings.Repeat(" ", maxHintBytes)), f.at(3))
+	f.st.Set(lastCheckpointKey, []byte(`{"version":2}`+strings.Repeat(" ", maxHintBytes)), f.at(3))
 	tbl := mustOpen(t, f.st)
 	checkSimple(t, tbl, 3)
-	if n := f.st.readCount(lastCheckpointKey); n != 0 {
+	if n := f.st.Reads(lastCheckpointKey); n != 0 {
 		t.Errorf("_last_checkpoint read %d times", n)
 	}
 }
@@ -301,7 +303,7 @@ func TestHostileParquetPages(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			dir := copyTable(t, "dat-with_checkpoint")
+			dir := testkit.CopyTable(t, "dat-with_checkpoint")
 			if err := os.WriteFile(logFilePath(dir, ckpt), c.data, 0o644); err != nil {
 				t.Fatal(err)
 			}

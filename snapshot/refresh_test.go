@@ -41,8 +41,8 @@ func TestRefreshGapFills(t *testing.T) {
 	tbl := mustOpen(t, f.st)
 	// Version 7 lands before 6 is visible.
 	f.commit(6, simpleActions(6)...)
-	c6 := f.st.files[commitKey(6)]
-	f.st.remove(commitKey(6))
+	c6 := f.st.Data(commitKey(6))
+	f.st.Remove(commitKey(6))
 	f.commit(7, simpleActions(7)...)
 	for range 3 { // several polls: the gap stays pending
 		if got := versionNumbers(t, tbl); !slices.Equal(got, []int64{0, 1, 2, 3, 4, 5, 7}) {
@@ -54,7 +54,7 @@ func TestRefreshGapFills(t *testing.T) {
 	checkSimple(t, tbl, 5)
 	// More commits land, then 6 appears: every version reads.
 	f.commit(8, simpleActions(8)...)
-	f.st.set(commitKey(6), c6, f.at(6))
+	f.st.Set(commitKey(6), c6, f.at(6))
 	if got := versionNumbers(t, tbl); !slices.Equal(got, rangeOf(0, 8)) {
 		t.Fatalf("Versions = %v, want 0-8", got)
 	}
@@ -73,8 +73,8 @@ func TestRefreshGapWithLaterCheckpoint(t *testing.T) {
 	f.simple(5)
 	tbl := mustOpen(t, f.st)
 	f.commit(6, simpleActions(6)...)
-	c6 := f.st.files[commitKey(6)]
-	f.st.remove(commitKey(6))
+	c6 := f.st.Data(commitKey(6))
+	f.st.Remove(commitKey(6))
 	f.commit(7, simpleActions(7)...)
 	f.jsonCheckpoint(7)
 	f.commit(8, simpleActions(8)...)
@@ -83,7 +83,7 @@ func TestRefreshGapWithLaterCheckpoint(t *testing.T) {
 	}
 	checkSimple(t, tbl, 8)
 	checkSimple(t, tbl, 2)
-	f.st.set(commitKey(6), c6, f.at(6))
+	f.st.Set(commitKey(6), c6, f.at(6))
 	if got := versionNumbers(t, tbl); !slices.Equal(got, rangeOf(0, 8)) {
 		t.Fatalf("Versions = %v, want 0-8", got)
 	}
@@ -98,12 +98,12 @@ func TestRefreshChangedCommit(t *testing.T) {
 	ctx := context.Background()
 	tbl := mustOpen(t, f.st)
 	f.commit(6, simpleActions(6)...)
-	full := f.st.files[commitKey(6)]
-	f.st.set(commitKey(6), full[:len(full)-9], f.at(6))
+	full := f.st.Data(commitKey(6))
+	f.st.Set(commitKey(6), full[:len(full)-9], f.at(6))
 	versionNumbers(t, tbl)
 	_, err := tbl.Snapshot(ctx, 6)
 	wantErr(t, err, ErrCorrupt, "mem://table version 6: _delta_log/00000000000000000006.json: line ")
-	f.st.set(commitKey(6), full, f.at(6).Add(time.Second))
+	f.st.Set(commitKey(6), full, f.at(6).Add(time.Second))
 	versionNumbers(t, tbl)
 	checkSimple(t, tbl, 6)
 }
@@ -115,8 +115,8 @@ func TestHugeVersionNumbersInNames(t *testing.T) {
 	f := newFakeLog(t)
 	f.simple(3)
 	const huge = 9_000_000_000_000_000_000
-	f.st.set(fmt.Sprintf("%s%020d.json", logDir, int64(huge)), []byte(`{"commitInfo":{}}`+"\n"), f.at(9))
-	f.st.set(fmt.Sprintf("%s%020d.checkpoint.0000000001.9999999999.parquet", logDir, 2), []byte("x"), f.at(2))
+	f.st.Set(fmt.Sprintf("%s%020d.json", logDir, int64(huge)), []byte(`{"commitInfo":{}}`+"\n"), f.at(9))
+	f.st.Set(fmt.Sprintf("%s%020d.checkpoint.0000000001.9999999999.parquet", logDir, 2), []byte("x"), f.at(2))
 	ctx := context.Background()
 	done := make(chan struct{})
 	go func() {

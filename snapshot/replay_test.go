@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/deltafs/deltafs/storage/storagetest"
 )
 
 // Every checkpoint of the shared tables gives the same snapshot as
@@ -49,11 +51,9 @@ func TestCheckpointReplayEqualsCommitReplay(t *testing.T) {
 	}
 }
 
-func countCheckpointReads(st *memStorage, v int64) int {
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func countCheckpointReads(st *storagetest.Mem, v int64) int {
 	n := 0
-	for k, c := range st.reads {
+	for k, c := range st.ReadsByKey() {
 		if p := parseLogPath(k); p.Version == v && (p.Kind == kindCheckpoint || p.Kind == kindMultiCheckpoint || p.Kind == kindUUIDCheckpoint) {
 			n += c
 		}
@@ -94,11 +94,9 @@ func TestCompactionEqualsCommitReplay(t *testing.T) {
 	_ = context.Background()
 }
 
-func compactionReads(st *memStorage) int {
-	st.mu.Lock()
-	defer st.mu.Unlock()
+func compactionReads(st *storagetest.Mem) int {
 	n := 0
-	for k, c := range st.reads {
+	for k, c := range st.ReadsByKey() {
 		if parseLogPath(k).Kind == kindCompaction {
 			n += c
 		}

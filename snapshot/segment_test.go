@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/deltafs/deltafs/storage/storagetest"
 )
 
 // Segment selection on fabricated logs: gaps, cleaned-up logs, stale or
@@ -67,7 +69,7 @@ func TestSegmentGapWithLaterCheckpoint(t *testing.T) {
 			f.jsonCheckpoint(8)
 		}
 	})
-	f.st.remove(commitKey(6))
+	f.st.Remove(commitKey(6))
 	ctx := context.Background()
 	tbl := mustOpen(t, f.st)
 	checkSimple(t, tbl, 9)
@@ -93,7 +95,7 @@ func TestSegmentGapWithLaterCheckpoint(t *testing.T) {
 func TestSegmentGapBeforeLatest(t *testing.T) {
 	f := newFakeLog(t)
 	f.simple(9)
-	f.st.remove(commitKey(4))
+	f.st.Remove(commitKey(4))
 	ctx := context.Background()
 	tbl := mustOpen(t, f.st)
 	for v := int64(4); v <= 9; v++ {
@@ -130,10 +132,10 @@ func TestSegmentCleanedLog(t *testing.T) {
 			})
 			f.lastCheckpoint(5)
 			for v := int64(0); v < 5; v++ {
-				f.st.remove(commitKey(v))
+				f.st.Remove(commitKey(v))
 			}
 			if !keepCommit {
-				f.st.remove(commitKey(5))
+				f.st.Remove(commitKey(5))
 			}
 			ctx := context.Background()
 			tbl := mustOpen(t, f.st)
@@ -171,7 +173,7 @@ func TestSegmentLastCheckpointHint(t *testing.T) {
 		{"stale", func(f *fakeLog) { f.lastCheckpoint(4) }, 10},
 		{"missing file", func(f *fakeLog) { f.lastCheckpoint(12) }, 10},
 		{"beyond latest", func(f *fakeLog) { f.lastCheckpoint(1000) }, 10},
-		{"garbage", func(f *fakeLog) { f.st.set(lastCheckpointKey, []byte("{not json"), f.t0) }, 10},
+		{"garbage", func(f *fakeLog) { f.st.Set(lastCheckpointKey, []byte("{not json"), f.t0) }, 10},
 		{"absent", func(f *fakeLog) {}, 10},
 	}
 	for _, c := range cases {
@@ -190,11 +192,11 @@ func TestSegmentLastCheckpointHint(t *testing.T) {
 				t.Fatalf("latest: version %d with %d files; want 14 with %d", s.Version, len(s.Files), len(f.live))
 			}
 			for v := int64(0); v <= c.noReadsUpTo; v++ {
-				if n := f.st.readCount(commitKey(v)); n > 0 {
+				if n := f.st.Reads(commitKey(v)); n > 0 {
 					t.Errorf("commit %d was read to build the latest version", v)
 				}
 			}
-			if f.st.readCount("_delta_log/00000000000000000004.checkpoint.parquet") > 0 {
+			if f.st.Reads("_delta_log/00000000000000000004.checkpoint.parquet") > 0 {
 				t.Errorf("the older checkpoint was read")
 			}
 		})
@@ -208,8 +210,8 @@ func TestOpenListsFromHint(t *testing.T) {
 	f.parquetCheckpoint(20)
 	f.lastCheckpoint(20)
 	tbl := mustOpen(t, f.st)
-	if f.st.lists != 1 {
-		t.Errorf("Open listed %d times, want 1", f.st.lists)
+	if f.st.Lists() != 1 {
+		t.Errorf("Open listed %d times, want 1", f.st.Lists())
 	}
 	if l := tbl.listing(); l.from != 20 {
 		t.Errorf("listing from %d, want 20", l.from)
@@ -217,8 +219,8 @@ func TestOpenListsFromHint(t *testing.T) {
 	// An older version needs the rest of the log: listed once, then kept.
 	checkSimple(t, tbl, 3)
 	checkSimple(t, tbl, 7)
-	if f.st.lists != 2 {
-		t.Errorf("%d listings after reading old versions, want 2", f.st.lists)
+	if f.st.Lists() != 2 {
+		t.Errorf("%d listings after reading old versions, want 2", f.st.Lists())
 	}
 }
 
@@ -237,22 +239,22 @@ func TestSegmentIncompleteMultiPart(t *testing.T) {
 	tbl := mustOpen(t, f.st)
 	checkSimple(t, tbl, 6)
 	checkSimple(t, tbl, 4)
-	if f.st.readCount(three[0]) > 0 {
+	if f.st.Reads(three[0]) > 0 {
 		t.Error("the incomplete checkpoint was read")
 	}
-	if f.st.readCount(two[0]) == 0 || f.st.readCount(two[1]) == 0 {
+	if f.st.Reads(two[0]) == 0 || f.st.Reads(two[1]) == 0 {
 		t.Error("the complete checkpoint was not read")
 	}
-	if f.st.readCount(commitKey(1)) > 0 {
+	if f.st.Reads(commitKey(1)) > 0 {
 		t.Error("commit 1 was read though the checkpoint at 2 covers it")
 	}
 	// Without the commits and checkpoint before it, the incomplete
 	// checkpoint cannot stand in.
 	for v := int64(0); v <= 4; v++ {
-		f.st.remove(commitKey(v))
+		f.st.Remove(commitKey(v))
 	}
 	for _, k := range two {
-		f.st.remove(k)
+		f.st.Remove(k)
 	}
 	_, err := Open(ctx, f.st)
 	wantErr(t, err, ErrVersionNotFound, "00000000000000000004.checkpoint.0000000001.0000000003.parquet", "incomplete")
@@ -262,8 +264,8 @@ func TestSegmentIncompleteMultiPart(t *testing.T) {
 // version v, leaving out the listed parts; it returns the part keys.
 func (f *fakeLog) multiPart(v int64, n int, skip []int) []string {
 	single := f.parquetCheckpoint(v)
-	data := f.st.files[single]
-	f.st.remove(single)
+	data := f.st.Data(single)
+	f.st.Remove(single)
 	var keys []string
 	for p := 1; p <= n; p++ {
 		key := fmt.Sprintf("%s%020d.checkpoint.%010d.%010d.parquet", logDir, v, p, n)
@@ -278,9 +280,9 @@ func (f *fakeLog) multiPart(v int64, n int, skip []int) []string {
 		// Part 1 holds everything, the others are empty checkpoints with
 		// the same schema: still a valid split.
 		if p == 1 {
-			f.st.set(key, data, f.at(v))
+			f.st.Set(key, data, f.at(v))
 		} else {
-			f.st.set(key, f.emptyParquetCheckpoint(), f.at(v))
+			f.st.Set(key, f.emptyParquetCheckpoint(), f.at(v))
 		}
 	}
 	return keys
@@ -318,9 +320,9 @@ func TestNotADeltaTable(t *testing.T) {
 	wantErr(t, err, ErrNotDeltaTable, empty+": _delta_log/: not a Delta table")
 	_, err = Open(ctx, openLocal(t, empty+"/missing"))
 	wantErr(t, err, ErrNotDeltaTable)
-	m := newMem()
-	m.set("_delta_log/_last_checkpoint", []byte(`{"version":3}`), f0())
-	m.set("_delta_log/README", []byte("x"), f0())
+	m := storagetest.NewMem()
+	m.Set("_delta_log/_last_checkpoint", []byte(`{"version":3}`), f0())
+	m.Set("_delta_log/README", []byte("x"), f0())
 	_, err = Open(ctx, m)
 	wantErr(t, err, ErrNotDeltaTable)
 }

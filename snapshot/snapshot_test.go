@@ -114,8 +114,8 @@ func TestProtocolRefusedFromAVersion(t *testing.T) {
 	}
 	checkSimple(t, tbl, 3)
 	// Without the last two commits the table opens, and version 3 reads.
-	f.st.remove(commitKey(5))
-	f.st.remove(commitKey(4))
+	f.st.Remove(commitKey(5))
+	f.st.Remove(commitKey(4))
 	tbl = mustOpen(t, f.st)
 	f.commit(4, protocolAction(3, 7, "someFutureFeature"))
 	if _, err := tbl.Refresh(ctx); err != nil {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // setCommitTimes copies a table and sets each commit file's modification
@@ -15,7 +17,7 @@ import (
 // mtimes). It returns the directory and the times by version.
 func setCommitTimes(t *testing.T, name string, e expectedTable) (string, map[int64]time.Time) {
 	t.Helper()
-	dir := copyTable(t, name)
+	dir := testkit.CopyTable(t, name)
 	times := map[int64]time.Time{}
 	for k, ev := range e.Versions {
 		v, _ := strconv.ParseInt(k, 10, 64)
@@ -91,7 +93,7 @@ func TestVersionAtFromFileTimes(t *testing.T) {
 func TestVersionAtInCommitTimestamps(t *testing.T) {
 	const name = "deltars-cdc_ict_table"
 	e := loadExpected(t)[name]
-	dir := copyTable(t, name)
+	dir := testkit.CopyTable(t, name)
 	// File times that would give other answers: all in 2001.
 	for v := int64(0); v <= 3; v++ {
 		ts := time.Date(2001, 1, 1, 0, 0, int(v), 0, time.UTC)
@@ -149,7 +151,7 @@ func TestInCommitTimestampEnablementVersion(t *testing.T) {
 			line += mustJSON(metadataAction(conf)) + "\n"
 		}
 		line += mustJSON(addAction(fmt.Sprintf("g%d", v), 1)) + "\n"
-		f.st.set(commitKey(v), []byte(line), f.at(v))
+		f.st.Set(commitKey(v), []byte(line), f.at(v))
 	}
 	ctx := context.Background()
 	tbl := mustOpen(t, f.st)
@@ -199,7 +201,7 @@ func TestVersionsReadsNoOldCommits(t *testing.T) {
 		}
 	}
 	for v := int64(0); v <= 490; v++ {
-		if n := f.st.readCount(commitKey(v)); n != 0 {
+		if n := f.st.Reads(commitKey(v)); n != 0 {
 			t.Errorf("commit %d read %d times, want 0", v, n)
 		}
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,20 +14,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// bounded runs fn and fails the test when it has not returned in 10 s: a
-// read that blocks on a named pipe blocks for good.
-func bounded(t *testing.T, what string, fn func()) {
-	t.Helper()
-	done := make(chan struct{})
-	go func() { defer close(done); fn() }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatalf("%s still blocked after 10s", what)
-	}
-}
+	"github.com/deltafs/deltafs/internal/testkit"
+)
 
 func newLocal(t *testing.T) (*Local, string) {
 	t.Helper()
@@ -66,19 +54,7 @@ func specialFiles(t *testing.T, dir string) map[string]string {
 	if err := os.Symlink("/dev/null", mk("null.parquet")); err != nil {
 		t.Fatal(err)
 	}
-	// A socket path must be short (108 bytes): listen in a short
-	// directory and link the table key to it.
-	sockDir, err := os.MkdirTemp("", "sock")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(sockDir) })
-	ln, err := net.Listen("unix", filepath.Join(sockDir, "s"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	if err := os.Rename(filepath.Join(sockDir, "s"), mk("sock.parquet")); err != nil {
+	if err := os.Rename(testkit.Socket(t), mk("sock.parquet")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Mkdir(mk("dir.parquet"), 0o755); err != nil {
@@ -109,7 +85,7 @@ func TestLocalRefusesSpecialFiles(t *testing.T) {
 				t.Errorf("%s(%s): no *NotRegularError of kind %q in %v", op, key, kind, err)
 			}
 		}
-		bounded(t, "reading "+key, func() {
+		testkit.Bounded(t, "reading "+key, 10*time.Second, func() {
 			_, err := l.Stat(ctx, key)
 			check("Stat", err)
 			for _, n := range []int{0, 1, 4096} {
@@ -149,7 +125,7 @@ func TestLocalListsSpecialFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	var infos []ObjectInfo
-	bounded(t, "List", func() {
+	testkit.Bounded(t, "List", 10*time.Second, func() {
 		var err error
 		if infos, err = l.List(context.Background(), "", ""); err != nil {
 			t.Error(err)
@@ -304,7 +280,7 @@ func TestReadLocalFile(t *testing.T) {
 	if err := os.Truncate(big, 1<<40); err != nil {
 		t.Fatal(err)
 	}
-	bounded(t, "ReadLocalFile of a 1 TiB sparse file", func() {
+	testkit.Bounded(t, "ReadLocalFile of a 1 TiB sparse file", 10*time.Second, func() {
 		if _, err := ReadLocalFile(ctx, big, 1<<30); !errors.Is(err, ErrTooLarge) {
 			t.Errorf("ReadLocalFile of 1 TiB = %v, want ErrTooLarge", err)
 		}
@@ -317,7 +293,7 @@ func TestReadLocalFile(t *testing.T) {
 	if err := os.Symlink("/dev/zero", zero); err != nil {
 		t.Fatal(err)
 	}
-	bounded(t, "ReadLocalFile of special files", func() {
+	testkit.Bounded(t, "ReadLocalFile of special files", 10*time.Second, func() {
 		if _, err := ReadLocalFile(ctx, fifo, 1<<30); err == nil || err.Error() != "not a regular file (named pipe)" {
 			t.Errorf("ReadLocalFile(fifo) = %v", err)
 		}

@@ -11,7 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/storagetest"
 )
 
 // cancelAfter is Rows that cancels its context after n rows, as a signal
@@ -49,14 +51,7 @@ func TestInterruptedWrite(t *testing.T) {
 	if ae.MaybeCommitted != -1 {
 		t.Errorf("MaybeCommitted = %d, want -1", ae.MaybeCommitted)
 	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var onDisk []string
-	for _, e := range entries {
-		onDisk = append(onDisk, e.Name())
-	}
+	onDisk := testkit.DirNames(t, dir)
 	orphans := slices.Clone(ae.Orphans)
 	sort.Strings(orphans)
 	if len(orphans) != 2 || !slices.Equal(onDisk, orphans) {
@@ -64,10 +59,10 @@ func TestInterruptedWrite(t *testing.T) {
 	}
 }
 
-// flakyCommit is a memStore whose commit puts fail after (land) or before
+// flakyCommit is a storagetest.Mem whose commit puts fail after (land) or before
 // (lost) storing, and whose reads can fail too.
 type flakyCommit struct {
-	*memStore
+	*storagetest.Mem
 	land      bool
 	readsFail bool
 }
@@ -76,10 +71,10 @@ var errCutOff = errors.New("connection reset while waiting for the answer")
 
 func (f *flakyCommit) Put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
 	if !strings.HasPrefix(key, logDir) {
-		return f.memStore.Put(ctx, key, data, ifAbsent)
+		return f.Mem.Put(ctx, key, data, ifAbsent)
 	}
 	if f.land {
-		if err := f.memStore.Put(ctx, key, data, ifAbsent); err != nil {
+		if err := f.Mem.Put(ctx, key, data, ifAbsent); err != nil {
 			return err
 		}
 	}
@@ -90,7 +85,7 @@ func (f *flakyCommit) Stat(ctx context.Context, key string) (storage.ObjectInfo,
 	if f.readsFail && strings.HasPrefix(key, logDir) {
 		return storage.ObjectInfo{}, fmt.Errorf("%s: %w", key, errCutOff)
 	}
-	return f.memStore.Stat(ctx, key)
+	return f.Mem.Stat(ctx, key)
 }
 
 // TestCommitPutLooksBeforeAnswering: a commit put that fails is read
@@ -99,23 +94,23 @@ func (f *flakyCommit) Stat(ctx context.Context, key string) (storage.ObjectInfo,
 func TestCommitPutLooksBeforeAnswering(t *testing.T) {
 	ctx := context.Background()
 
-	st := &flakyCommit{memStore: newMemStore(), land: true}
+	st := &flakyCommit{Mem: storagetest.NewMem(), land: true}
 	res, err := Write(ctx, st, tagSchema, tagged("x", 3), Options{IDColumn: "id"})
 	if err != nil || res.Version != 0 || res.Rows != 3 {
 		t.Fatalf("a commit that landed behind a cut-off answer: %+v, %v; want version 0", res, err)
 	}
 
-	st = &flakyCommit{memStore: newMemStore()}
+	st = &flakyCommit{Mem: storagetest.NewMem()}
 	_, err = Write(ctx, st, tagSchema, tagged("x", 3), Options{IDColumn: "id"})
 	var ae *AbortError
 	if !errors.Is(err, errCutOff) || !errors.As(err, &ae) || ae.MaybeCommitted != -1 || len(ae.Orphans) != 1 {
 		t.Fatalf("a commit that did not land: %v (%+v); want an AbortError, nothing committed, 1 orphan", err, ae)
 	}
-	if _, ok := st.objs[ae.Orphans[0]]; !ok {
+	if st.Data(ae.Orphans[0]) == nil {
 		t.Errorf("orphan %s is not in the store", ae.Orphans[0])
 	}
 
-	st = &flakyCommit{memStore: newMemStore(), land: true, readsFail: true}
+	st = &flakyCommit{Mem: storagetest.NewMem(), land: true, readsFail: true}
 	_, err = Write(ctx, st, tagSchema, tagged("x", 3), Options{IDColumn: "id"})
 	if !errors.As(err, &ae) || ae.MaybeCommitted != 0 {
 		t.Fatalf("a commit that cannot be read back: %v; want MaybeCommitted 0", err)

@@ -5,14 +5,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/parquet-go/parquet-go"
-
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
@@ -42,70 +39,13 @@ func latest(t *testing.T, dir string) *snapshot.Snapshot {
 	return s
 }
 
-// readFile reads every row of a Parquet data file as column name -> value
-// (int64, int32, float32, float64, bool, []byte, or nil).
-func readFile(t *testing.T, path string) []map[string]any {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pf, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, f := range pf.Schema().Fields() {
-		names = append(names, f.Name())
-	}
-	var out []map[string]any
-	buf := make([]parquet.Row, 64)
-	for _, rg := range pf.RowGroups() {
-		rows := rg.Rows()
-		for {
-			n, err := rows.ReadRows(buf)
-			for _, r := range buf[:n] {
-				m := map[string]any{}
-				for _, v := range r {
-					name := names[v.Column()]
-					switch {
-					case v.IsNull():
-						m[name] = nil
-					case v.Kind() == parquet.Int64:
-						m[name] = v.Int64()
-					case v.Kind() == parquet.Int32:
-						m[name] = v.Int32()
-					case v.Kind() == parquet.Float:
-						m[name] = v.Float()
-					case v.Kind() == parquet.Double:
-						m[name] = v.Double()
-					case v.Kind() == parquet.Boolean:
-						m[name] = v.Boolean()
-					default:
-						m[name] = bytes.Clone(v.ByteArray())
-					}
-				}
-				out = append(out, m)
-			}
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
-		rows.Close()
-	}
-	return out
-}
-
 // tableRows reads every live row of the latest version, in snapshot file
 // order.
 func tableRows(t *testing.T, dir string) []map[string]any {
 	t.Helper()
 	var out []map[string]any
 	for _, f := range latest(t, dir).Files {
-		out = append(out, readFile(t, filepath.Join(dir, f.Path))...)
+		out = append(out, testkit.ParquetRows(t, filepath.Join(dir, f.Path))...)
 	}
 	return out
 }

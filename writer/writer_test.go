@@ -15,6 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -66,7 +67,7 @@ func TestWriteEveryType(t *testing.T) {
 	}
 
 	// The values themselves.
-	got := readFile(t, filepath.Join(dir, s.Files[0].Path))
+	got := testkit.ParquetRows(t, filepath.Join(dir, s.Files[0].Path))
 	if len(got) != 4 {
 		t.Fatalf("%d rows", len(got))
 	}

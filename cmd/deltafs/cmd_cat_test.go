@@ -1,65 +1,23 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
-
-const catTables = "../../testdata/delta"
-
-// TestCatHelperProcess runs deltafs's main with the arguments after "--"
-// when DELTAFS_CAT_TEST_MAIN=1, so that tests see the exit status and the
-// one-line error of a real run.
-func TestCatHelperProcess(t *testing.T) {
-	if os.Getenv("DELTAFS_CAT_TEST_MAIN") != "1" {
-		return
-	}
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	os.Args = append([]string{"deltafs"}, args...)
-	main()
-	os.Exit(0)
-}
-
-// runCatCmd runs `deltafs args...` in a subprocess.
-func runCatCmd(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestCatHelperProcess$", "--"}, args...)...)
-	cmd.Env = append(os.Environ(), "DELTAFS_CAT_TEST_MAIN=1")
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		t.Fatalf("running deltafs %v: %v", args, err)
-	}
-	return o.String(), e.String(), code
-}
 
 // catLines runs `deltafs cat args...`, which must succeed, and parses its
 // JSON lines.
 func catLines(t *testing.T, args ...string) []string {
 	t.Helper()
-	out, errOut, code := runCatCmd(t, append([]string{"cat"}, args...)...)
+	out, errOut, code := testkit.RunMain(t, nil, append([]string{"cat"}, args...)...)
 	if code != 0 {
 		t.Fatalf("deltafs cat %v: exit %d: %s", args, code, errOut)
 	}
@@ -84,7 +42,7 @@ func catLines(t *testing.T, args ...string) []string {
 // line on stderr containing every one of wants.
 func catFails(t *testing.T, code int, args []string, wants ...string) {
 	t.Helper()
-	out, errOut, got := runCatCmd(t, append([]string{"cat"}, args...)...)
+	out, errOut, got := testkit.RunMain(t, nil, append([]string{"cat"}, args...)...)
 	if got != code {
 		t.Fatalf("deltafs cat %v: exit %d, want %d (stderr %q)", args, got, code, errOut)
 	}
@@ -102,7 +60,7 @@ func catFails(t *testing.T, code int, args []string, wants ...string) {
 }
 
 func TestCatVersions(t *testing.T) {
-	table := filepath.Join(catTables, "dat-basic_append")
+	table := filepath.Join(testkit.Tables(), "dat-basic_append")
 	if n := len(catLines(t, table)); n != 7 {
 		t.Errorf("latest: %d rows, want 7", n)
 	}
@@ -117,7 +75,7 @@ func TestCatVersions(t *testing.T) {
 		t.Errorf("version 1: %d rows, want 5", n)
 	}
 	// Deletion vectors: 2 of 10 rows deleted at version 1.
-	dv := filepath.Join(catTables, "deltars-table-with-dv-small")
+	dv := filepath.Join(testkit.Tables(), "deltars-table-with-dv-small")
 	if n := len(catLines(t, dv, "--version", "0")); n != 10 {
 		t.Errorf("dv version 0: %d rows, want 10", n)
 	}
@@ -127,7 +85,7 @@ func TestCatVersions(t *testing.T) {
 }
 
 func TestCatColumnsAndLimit(t *testing.T) {
-	table := filepath.Join(catTables, "dat-multi_partitioned")
+	table := filepath.Join(testkit.Tables(), "dat-multi_partitioned")
 	rows := catLines(t, table, "--columns", "number, letter")
 	if len(rows) != 2 {
 		t.Fatalf("%d rows, want 2", len(rows))
@@ -137,8 +95,8 @@ func TestCatColumnsAndLimit(t *testing.T) {
 			t.Errorf("%s: want exactly number then letter", r)
 		}
 	}
-	all := catLines(t, filepath.Join(catTables, "golden-basic-with-inserts-deletes-checkpoint"))
-	lim := catLines(t, filepath.Join(catTables, "golden-basic-with-inserts-deletes-checkpoint"), "--limit", "3")
+	all := catLines(t, filepath.Join(testkit.Tables(), "golden-basic-with-inserts-deletes-checkpoint"))
+	lim := catLines(t, filepath.Join(testkit.Tables(), "golden-basic-with-inserts-deletes-checkpoint"), "--limit", "3")
 	if len(all) != 41 || len(lim) != 3 {
 		t.Fatalf("%d rows, %d with --limit 3; want 41 and 3", len(all), len(lim))
 	}
@@ -152,45 +110,8 @@ func TestCatColumnsAndLimit(t *testing.T) {
 	}
 }
 
-// copyCatTable copies a shared table and sets each commit file's mtime to
-// its commitInfo timestamp (git does not keep mtimes; time travel uses
-// them).
-func copyCatTable(t *testing.T, name string) string {
-	t.Helper()
-	src := filepath.Join(catTables, name)
-	dst := filepath.Join(t.TempDir(), name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(target)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
-
 func TestCatAt(t *testing.T) {
-	table := copyCatTable(t, "dat-basic_append")
+	table := testkit.CopyTable(t, "dat-basic_append")
 	times := []int64{1673493616286, 1673493625021, 1679179968857}
 	for v, ms := range times {
 		ts := time.UnixMilli(ms)
@@ -214,10 +135,10 @@ func TestCatAt(t *testing.T) {
 }
 
 func TestCatErrors(t *testing.T) {
-	table := filepath.Join(catTables, "dat-basic_append")
+	table := filepath.Join(testkit.Tables(), "dat-basic_append")
 	catFails(t, 1, []string{table, "--columns", "number,nope"}, `no column "nope"`, "letter, number, a_float")
 	catFails(t, 1, []string{table, "--version", "9"}, "version")
-	catFails(t, 1, []string{filepath.Join(catTables, "golden-deltalog-invalid-protocol-version")}, "reader version 99")
+	catFails(t, 1, []string{filepath.Join(testkit.Tables(), "golden-deltalog-invalid-protocol-version")}, "reader version 99")
 	catFails(t, 1, []string{filepath.Join(t.TempDir(), "none")})
 	catFails(t, 2, []string{table, "--version", "1", "--at", "1000"}, "--version and --at")
 	catFails(t, 2, []string{table, "--at", "yesterday"}, "--at")
@@ -228,7 +149,7 @@ func TestCatErrors(t *testing.T) {
 }
 
 func TestCatVacuumedFile(t *testing.T) {
-	table := copyCatTable(t, "dat-basic_append")
+	table := testkit.CopyTable(t, "dat-basic_append")
 	var victim string
 	filepath.WalkDir(table, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && strings.HasPrefix(d.Name(), "part-00000-9f2d7791") {

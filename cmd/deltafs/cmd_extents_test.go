@@ -19,6 +19,7 @@ import (
 	"github.com/deltafs/deltafs/extents"
 	"github.com/deltafs/deltafs/gds"
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // readSamples reads every sample file under a shard directory, by path
@@ -127,10 +128,12 @@ func cacheRoot(dir string) string { return filepath.Join(dir, "deltafs-cache-v1"
 
 // importDigits imports digits (MNIST layout) as a new table with the
 // project's importer, rowsPerFile rows per data file.
-func importDigits(t *testing.T, bin string, digits []digit, rowsPerFile int) string {
+func importDigits(t *testing.T, bin string, digits []testkit.Digit, rowsPerFile int) string {
 	t.Helper()
 	src := filepath.Join(t.TempDir(), "digits.npy")
-	writeNPY(t, src, digits)
+	if err := os.WriteFile(src, testkit.MNISTNPY(digits), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	table := filepath.Join(t.TempDir(), "digits")
 	if out, err := mounttest.Run(bin, "import", src, table, "--rows-per-file", strconv.Itoa(rowsPerFile)); err != nil {
 		t.Fatalf("deltafs import: %v\n%s", err, out)
@@ -144,7 +147,7 @@ func importDigits(t *testing.T, bin string, digits []digit, rowsPerFile int) str
 // are materialised again, at the same places, with the same bytes.
 func TestMountExtentsImages(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:300], 70)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:300], 70)
 	cacheDir := t.TempDir()
 	m := mounttest.Start(t, bin, table, "--image", "28x28", "--shards", "2", "--cache-dir", cacheDir, "--xattrs")
 	total := 0
@@ -215,7 +218,7 @@ func TestMountExtentsImages(t *testing.T) {
 // extent list again brings them back.
 func TestMountExtentsEvictedByBudget(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:300], 150)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:300], 150)
 	cacheDir := t.TempDir()
 	// A PNG sample's entry is 8 KiB (header block + one payload block):
 	// 150 samples a shard are 1.2 MiB.
@@ -250,13 +253,13 @@ func TestMountExtentsEvictedByBudget(t *testing.T) {
 func TestMountExtentsRawBytes(t *testing.T) {
 	bin := mounttest.Binary(t)
 	sizes := []int{0, 1, 7, 783, 4095, 4096, 4097, 8192, 20000, 100000}
-	var rows []digit
+	var rows []testkit.Digit
 	for i := range 40 {
 		b := make([]byte, sizes[i%len(sizes)])
 		for j := range b {
 			b[j] = byte(i*31 + j*7 + j>>8)
 		}
-		rows = append(rows, digit{ID: int64(1000 + i), Label: int32(i % 3), Pixels: b})
+		rows = append(rows, testkit.Digit{ID: int64(1000 + i), Label: int32(i % 3), Pixels: b})
 	}
 	table := newDeltaTable(t, filepath.Join(t.TempDir(), "raw"))
 	table.commit(time.Now(), digitSchema, chunk(rows, 15))
@@ -303,7 +306,7 @@ func getxattrOps(log string) int { return strings.Count(log, "GETXATTR") }
 // opt-in.
 func TestMountXattrsOff(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:100], 100)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:100], 100)
 	counts := map[bool]int{}
 	for _, on := range []bool{false, true} {
 		flags := []string{"--image", "28x28", "--cache-dir", t.TempDir(), "--fuse-debug"}
@@ -358,7 +361,7 @@ func TestMountXattrsOff(t *testing.T) {
 func TestMountExtentsUnreadableFile(t *testing.T) {
 	bin := mounttest.Binary(t)
 	table := newDeltaTable(t, filepath.Join(t.TempDir(), "t"))
-	rows := readMNIST(t)[:40]
+	rows := testkit.MNIST(t, testkit.MNISTTest)[:40]
 	_, paths := table.commit(time.Now(), digitSchema, chunk(rows, 20))
 	// The mount's --image check reads the first page of the first data
 	// file by path: the file that vanishes is the other one, none of whose
@@ -463,24 +466,6 @@ func TestMountXattrsNeedDiskCache(t *testing.T) {
 	}
 }
 
-// flipByte inverts the byte at off of the file at p, in place.
-func flipByte(t *testing.T, p string, off int64) {
-	t.Helper()
-	f, err := os.OpenFile(p, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := make([]byte, 1)
-	if _, err := f.ReadAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0xff
-	if _, err := f.WriteAt(b, off); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // damageEntries damages three kinds of cache entries of an extent list's
 // samples behind the mount's back: a flipped payload byte, a truncated
 // file, and two entries' files swapped (equal lengths: only the checksum,
@@ -488,7 +473,7 @@ func flipByte(t *testing.T, p string, off int64) {
 func damageEntries(t *testing.T, entries []extents.Entry) []string {
 	t.Helper()
 	flip, cut, a, b := entries[0], entries[1], entries[2], entries[3]
-	flipByte(t, flip.Path, flip.Offset+flip.Length/2)
+	testkit.FlipByte(t, flip.Path, flip.Offset+flip.Length/2)
 	if err := os.Truncate(cut.Path, cut.Offset+cut.Length/2); err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +504,7 @@ func damageEntries(t *testing.T, entries []extents.Entry) []string {
 //     lookup-time shape with unknown checksums.
 func TestMountExtentsCorruptEntries(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:120], 60)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:120], 60)
 	cacheDir := t.TempDir()
 	m := mounttest.Start(t, bin, table, "--image", "28x28", "--shards", "2", "--cache-dir", cacheDir, "--xattrs")
 	sd := filepath.Join(m.Dir, "version", "0", "shard", "1")
@@ -590,7 +575,7 @@ func TestMountExtentsCorruptEntries(t *testing.T) {
 
 	// The xattr: its getxattr verifies the entry and rewrites it.
 	one := after[5]
-	flipByte(t, one.Path, one.Offset)
+	testkit.FlipByte(t, one.Path, one.Offset)
 	if e, err := xattrExtent(filepath.Join(sd, one.Sample)); err != nil || e != one.Extent {
 		t.Fatalf("xattr after damage: %s %v, want %s", e, err, one.Extent)
 	}
@@ -599,7 +584,7 @@ func TestMountExtentsCorruptEntries(t *testing.T) {
 	}
 	// An extent taken before the damage: the reader gets the true bytes.
 	two := after[6]
-	flipByte(t, two.Path, two.Offset+two.Length-1)
+	testkit.FlipByte(t, two.Path, two.Offset+two.Length-1)
 	buf := make(gds.HostBuffer, two.Length)
 	got, err := r.ReadSampleExtent(t.Context(), filepath.Join(sd, two.Sample), two.Extent, buf)
 	if err != nil || !got.Corrupt || !bytes.Equal(buf, want[two.Sample]) {

@@ -14,45 +14,8 @@ import (
 
 	"github.com/deltafs/deltafs/extents"
 	"github.com/deltafs/deltafs/gds"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
-
-// TestGDSHelperProcess runs deltafs's main with the arguments after "--"
-// when DELTAFS_GDS_TEST_MAIN=1, so tests can run the command as a
-// subprocess (exit status included) without building a binary.
-func TestGDSHelperProcess(t *testing.T) {
-	if os.Getenv("DELTAFS_GDS_TEST_MAIN") != "1" {
-		return
-	}
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	os.Args = append([]string{"deltafs"}, args...)
-	main()
-	os.Exit(0)
-}
-
-// runDeltafs runs `deltafs args...` in a subprocess with extra environment.
-func runDeltafs(t *testing.T, env []string, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestGDSHelperProcess$", "--"}, args...)...)
-	cmd.Env = append(append(os.Environ(), "DELTAFS_GDS_TEST_MAIN=1"), env...)
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		t.Fatalf("running deltafs %v: %v", args, err)
-	}
-	return o.String(), e.String(), code
-}
 
 // squash collapses runs of blanks, so checks do not depend on column widths.
 func squash(s string) string {
@@ -76,7 +39,7 @@ var verdictCodes = map[string]int{
 
 // TestGDSProbeNoGPU: without libcuda the verdict is "no GPU", exit 4.
 func TestGDSProbeNoGPU(t *testing.T) {
-	out, errOut, code := runDeltafs(t, []string{"DELTAFS_CUDA_LIB=/nonexistent/libcuda.so.1"}, "gds", "probe", "--cache-dir", t.TempDir())
+	out, errOut, code := testkit.RunMain(t, []string{"DELTAFS_CUDA_LIB=/nonexistent/libcuda.so.1"}, "gds", "probe", "--cache-dir", t.TempDir())
 	if lastLine(out) != "verdict: no GPU" || code != exitGDSNoGPU || errOut != "" {
 		t.Fatalf("exit %d, stdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
@@ -91,7 +54,7 @@ func TestGDSProbeNoGPU(t *testing.T) {
 // libraries. Without NVIDIA device nodes it must say "no GPU" (exit 4);
 // anywhere, the exit status must match the verdict.
 func TestGDSProbeThisMachine(t *testing.T) {
-	out, errOut, code := runDeltafs(t, nil, "gds", "probe")
+	out, errOut, code := testkit.RunMain(t, nil, "gds", "probe")
 	t.Logf("deltafs gds probe (exit %d):\n%s%s", code, out, errOut)
 	want, ok := verdictCodes[lastLine(out)]
 	if !ok || code != want {
@@ -103,11 +66,11 @@ func TestGDSProbeThisMachine(t *testing.T) {
 }
 
 func TestGDSProbeErrors(t *testing.T) {
-	_, errOut, code := runDeltafs(t, nil, "gds", "probe", "--cache-dir", "/nonexistent/cache")
+	_, errOut, code := testkit.RunMain(t, nil, "gds", "probe", "--cache-dir", "/nonexistent/cache")
 	if code != 1 || !strings.Contains(errOut, "deltafs: cache dir: statfs /nonexistent/cache") {
 		t.Errorf("missing cache dir: exit %d, %q", code, errOut)
 	}
-	if _, errOut, code := runDeltafs(t, nil, "gds", "probe", "extra"); code != 2 || !strings.Contains(errOut, `unexpected argument "extra"`) {
+	if _, errOut, code := testkit.RunMain(t, nil, "gds", "probe", "extra"); code != 2 || !strings.Contains(errOut, `unexpected argument "extra"`) {
 		t.Errorf("extra argument: exit %d, %q", code, errOut)
 	}
 }
@@ -132,7 +95,7 @@ func TestGDSProbeWithFakeLibraries(t *testing.T) {
 	cufile, cuda := buildFakeLibs(t)
 	env := []string{"DELTAFS_CUFILE_LIB=" + cufile, "DELTAFS_CUDA_LIB=" + cuda}
 
-	out, errOut, code := runDeltafs(t, env, "gds", "probe", "--sys-root", t.TempDir())
+	out, errOut, code := testkit.RunMain(t, env, "gds", "probe", "--sys-root", t.TempDir())
 	if lastLine(out) != "verdict: compatibility mode" || code != exitGDSCompat {
 		t.Fatalf("exit %d:\n%s%s", code, out, errOut)
 	}
@@ -147,7 +110,7 @@ func TestGDSProbeWithFakeLibraries(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(root, "sys/module/nvidia_fs"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code = runDeltafs(t, env, "gds", "probe", "--sys-root", root, "--json")
+	out, errOut, code = testkit.RunMain(t, env, "gds", "probe", "--sys-root", root, "--json")
 	var rep struct {
 		Verdict string   `json:"verdict"`
 		Reasons []string `json:"reasons"`
@@ -250,11 +213,11 @@ func TestGDSBenchCorruptEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := entries[23]
-	flipByte(t, bad.Path, bad.Offset+bad.Length/2)
+	testkit.FlipByte(t, bad.Path, bad.Offset+bad.Length/2)
 	cufile, cuda := buildFakeLibs(t)
 	env := []string{gds.EnvCuFileLib + "=" + cufile, gds.EnvCUDALib + "=" + cuda}
 	for _, mode := range []string{"gds", "host"} {
-		out, errOut, code := runDeltafs(t, env, "gds", "bench", "--manifest", extentList, "--mode", mode, "--batch", "8", "--verify")
+		out, errOut, code := testkit.RunMain(t, env, "gds", "bench", "--manifest", extentList, "--mode", mode, "--batch", "8", "--verify")
 		line := strings.TrimRight(errOut, "\n")
 		if code != 1 || strings.Contains(line, "\n") || !strings.Contains(line, "checksum mismatch") || !strings.Contains(line, bad.Sum.String()) || !strings.Contains(line, bad.Path) {
 			t.Errorf("--mode %s: exit %d, stderr %q, stdout:\n%s", mode, code, errOut, out)
@@ -279,7 +242,7 @@ func TestGDSBenchUsage(t *testing.T) {
 			t.Errorf("%+v: %v, want a usage error", o, err)
 		}
 	}
-	if _, errOut, code := runDeltafs(t, nil, "gds", "bench"); code != 2 || !strings.Contains(errOut, "exactly one of --manifest") {
+	if _, errOut, code := testkit.RunMain(t, nil, "gds", "bench"); code != 2 || !strings.Contains(errOut, "exactly one of --manifest") {
 		t.Errorf("no source: exit %d, %q", code, errOut)
 	}
 	if err := runGDSBench(ctx, gdsBenchOptions{Dir: t.TempDir(), Mode: "host", Batch: 1, Parallelism: 1, Repeat: 1}, &bytes.Buffer{}); err == nil {

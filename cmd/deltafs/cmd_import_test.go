@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,47 +18,10 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/internal/s3test"
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
-
-// TestImportHelperProcess runs deltafs's main with the arguments after "--"
-// when DELTAFS_IMPORT_TEST_MAIN=1, so import tests run the command as a
-// separate process (exit status included) without building a binary.
-func TestImportHelperProcess(t *testing.T) {
-	if os.Getenv("DELTAFS_IMPORT_TEST_MAIN") != "1" {
-		return
-	}
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	os.Args = append([]string{"deltafs"}, args...)
-	main()
-	os.Exit(0)
-}
-
-// importProcess runs `deltafs args...` as a separate process.
-func importProcess(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestImportHelperProcess$", "--"}, args...)...)
-	cmd.Env = append(os.Environ(), "DELTAFS_IMPORT_TEST_MAIN=1")
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		t.Fatalf("running deltafs %v: %v", args, err)
-	}
-	return o.String(), e.String(), code
-}
 
 func execImport(t *testing.T, args ...string) (string, error) {
 	t.Helper()
@@ -126,7 +89,7 @@ func TestImportCommandErrors(t *testing.T) {
 		{"one argument", []string{"import", mnist}, 2, "want SRC TABLE"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			stdout, stderr, code := importProcess(t, c.args...)
+			stdout, stderr, code := testkit.RunMain(t, nil, c.args...)
 			if code != c.code || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 || !strings.HasPrefix(stderr, "deltafs: ") || stdout != "" {
 				t.Fatalf("exit %d, stderr %q, stdout %q; want exit %d and %q", code, stderr, stdout, c.code, c.want)
 			}
@@ -140,19 +103,11 @@ func TestImportCommandErrors(t *testing.T) {
 // writeSmallNpy writes n float64 records without ids.
 func writeSmallNpy(t *testing.T, path string, n int, base float64) {
 	t.Helper()
-	hdr := fmt.Sprintf("{'descr': [('x', '<f8')], 'fortran_order': False, 'shape': (%d,), }", n)
-	for (10+len(hdr)+1)%64 != 0 {
-		hdr += " "
-	}
-	hdr += "\n"
-	var b bytes.Buffer
-	b.WriteString("\x93NUMPY\x01\x00")
-	binary.Write(&b, binary.LittleEndian, uint16(len(hdr)))
-	b.WriteString(hdr)
+	b := testkit.NPYHeader(fmt.Sprintf("{'descr': [('x', '<f8')], 'fortran_order': False, 'shape': (%d,), }", n))
 	for i := range n {
-		binary.Write(&b, binary.LittleEndian, base+float64(i))
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(base+float64(i)))
 	}
-	if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -173,7 +128,7 @@ func TestImportTwoProcesses(t *testing.T) {
 			for a := range appends {
 				src := filepath.Join(dir, fmt.Sprintf("p%d-a%d.npy", p, a))
 				writeSmallNpy(t, src, rows, float64(1000*p+100*a))
-				stdout, stderr, code := importProcess(t, "import", src, table, "--rows-per-file", "2")
+				stdout, stderr, code := testkit.RunMain(t, nil, "import", src, table, "--rows-per-file", "2")
 				if code != 0 || importLine.FindStringSubmatch(stdout) == nil {
 					errs <- fmt.Sprintf("process %d append %d: exit %d: %s%s", p, a, code, stdout, stderr)
 				}

@@ -4,56 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
-
-const logTestdata = "../../testdata/delta"
-
-// TestLogHelperProcess runs deltafs's main with the arguments after "--"
-// when DELTAFS_LOG_TEST_MAIN=1 (a subprocess, exit status included).
-func TestLogHelperProcess(t *testing.T) {
-	if os.Getenv("DELTAFS_LOG_TEST_MAIN") != "1" {
-		return
-	}
-	args := os.Args
-	for i, a := range args {
-		if a == "--" {
-			args = args[i+1:]
-			break
-		}
-	}
-	os.Args = append([]string{"deltafs"}, args...)
-	main()
-	os.Exit(0)
-}
-
-func runLogProcess(t *testing.T, args ...string) (stdout, stderr string, code int) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"-test.run=^TestLogHelperProcess$", "--"}, args...)...)
-	cmd.Env = append(os.Environ(), "DELTAFS_LOG_TEST_MAIN=1")
-	var o, e bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee):
-		code = ee.ExitCode()
-	default:
-		t.Fatalf("running deltafs %v: %v", args, err)
-	}
-	return o.String(), e.String(), code
-}
 
 type logExpected struct {
 	Versions map[string]struct {
@@ -69,14 +29,8 @@ type logExpected struct {
 
 func loadLogExpected(t *testing.T) map[string]logExpected {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(logTestdata, "EXPECTED.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out map[string]logExpected
-	if err := json.Unmarshal(data, &out); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Expected(t, &out)
 	return out
 }
 
@@ -84,32 +38,7 @@ func loadLogExpected(t *testing.T) map[string]logExpected {
 // modification time to its commitInfo.timestamp (git keeps no mtimes).
 func copyWithCommitTimes(t *testing.T, name string, e logExpected) string {
 	t.Helper()
-	src := filepath.Join(logTestdata, name)
-	dst := filepath.Join(t.TempDir(), name)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(filepath.Join(dst, rel))
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(out, in)
-		out.Close()
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dst := testkit.CopyTable(t, name)
 	for k, v := range e.Versions {
 		n, _ := strconv.Atoi(k)
 		ts := time.UnixMilli(*v.CommitTimestamp)
@@ -181,7 +110,7 @@ func TestLogJSONMatchesExpected(t *testing.T) {
 
 func TestLogTable(t *testing.T) {
 	dir := copyWithCommitTimes(t, "dat-basic_append", loadLogExpected(t)["dat-basic_append"])
-	stdout, stderr, code := runLogProcess(t, "log", dir)
+	stdout, stderr, code := testkit.RunMain(t, nil, "log", dir)
 	if code != 0 || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -200,7 +129,7 @@ func TestLogTable(t *testing.T) {
 // the form "deltafs: TABLE version N: FILE: cause", and the exit status.
 func TestLogErrors(t *testing.T) {
 	abs := func(name string) string {
-		p, _ := filepath.Abs(filepath.Join(logTestdata, name))
+		p, _ := filepath.Abs(filepath.Join(testkit.Tables(), name))
 		return p
 	}
 	missing := filepath.Join(t.TempDir(), "nowhere")
@@ -221,7 +150,7 @@ func TestLogErrors(t *testing.T) {
 		{[]string{"log", "a", "b"}, 2, "deltafs: log: want TABLE, got 2 arguments\n"},
 	}
 	for _, c := range cases {
-		stdout, stderr, code := runLogProcess(t, c.args...)
+		stdout, stderr, code := testkit.RunMain(t, nil, c.args...)
 		if code != c.code || stderr != c.want || stdout != "" {
 			t.Errorf("deltafs %v: exit %d, stdout %q, stderr\n%q\nwant exit %d, stderr\n%q", c.args, code, stdout, stderr, c.code, c.want)
 		}
@@ -237,7 +166,7 @@ func TestLogStopsAtCorruptCommit(t *testing.T) {
 	if err := os.WriteFile(p, []byte("{\"add\":{\"path\":\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := runLogProcess(t, "log", "--json", dir)
+	stdout, stderr, code := testkit.RunMain(t, nil, "log", "--json", dir)
 	if code != 1 {
 		t.Fatalf("exit %d", code)
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // runDF runs the deltafs binary with env added to (or, for "NAME=" with
@@ -95,7 +96,7 @@ func firstDataFile(t *testing.T, table string) string {
 func TestMountImageShape(t *testing.T) {
 	mounttest.RequireFUSE(t)
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:300], 100)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:300], 100)
 	file := firstDataFile(t, table)
 	for _, tc := range []struct{ image, want string }{
 		{"32x32", "--image 32x32 needs 1024-byte values (32x32x1), but column pixels holds 784 bytes"},
@@ -131,22 +132,9 @@ func TestMountImageEmptyTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := mounttest.Start(t, mounttest.Binary(t), table, "--image", "28x28", "--cache-dir", "none")
-	if got := readDirNames(t, filepath.Join(m.Dir, "version", "0", "shard", "0")); fmt.Sprint(got) != "[_samples.tsv]" {
+	if got := testkit.DirNames(t, filepath.Join(m.Dir, "version", "0", "shard", "0")); fmt.Sprint(got) != "[_samples.tsv]" {
 		t.Fatalf("empty table's shard: %v", got)
 	}
-}
-
-func readDirNames(t *testing.T, dir string) []string {
-	t.Helper()
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, e := range ents {
-		names = append(names, e.Name())
-	}
-	return names
 }
 
 // TestMountNonEmptyMountpoint: a mount over a directory holding files is
@@ -216,7 +204,7 @@ func TestSizeFlags(t *testing.T) {
 	}
 
 	bin := mounttest.Binary(t)
-	digits := readMNIST(t)[:50]
+	digits := testkit.MNIST(t, testkit.MNISTTest)[:50]
 	tbl := importDigits(t, bin, digits, 50)
 	m := mounttest.Start(t, bin, tbl, "--image", "28x28", "--mem-cache", "0", "--read-ahead-bytes", "0", "--cache-size", "1MiB", "--cache-dir", t.TempDir())
 	for i := range 2 { // twice: the second read comes from the disk cache
@@ -307,7 +295,7 @@ func TestCacheDirUnusable(t *testing.T) {
 // a sample succeeds, and .deltafs/ is a read-only directory of today.
 func TestMountStatfsFsync(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:100], 100)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:100], 100)
 	start := time.Now().Add(-time.Second)
 	m := mounttest.Start(t, bin, table, "--image", "28x28", "--cache-dir", "none")
 

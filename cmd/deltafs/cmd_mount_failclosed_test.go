@@ -16,6 +16,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // damage is one way a data file can be broken before a shard is listed.
@@ -99,7 +100,7 @@ func hashShard(t *testing.T, sd string) map[string][32]byte {
 // raw pixels as images in class folders.
 func TestMountFailClosed(t *testing.T) {
 	bin := mounttest.Binary(t)
-	digits := readMNIST(t)[:300]
+	digits := testkit.MNIST(t, testkit.MNISTTest)[:300]
 	modes := []struct {
 		name  string
 		flags []string
@@ -173,7 +174,7 @@ func TestMountFailClosed(t *testing.T) {
 // samples of that page.
 func TestMountFailClosedPages(t *testing.T) {
 	bin := mounttest.Binary(t)
-	digits := readMNIST(t)[:300]
+	digits := testkit.MNIST(t, testkit.MNISTTest)[:300]
 	clean := newDeltaTable(t, filepath.Join(t.TempDir(), "clean"))
 	_, paths := clean.commit(time.UnixMilli(1_700_000_000_000), digitSchema, chunk(digits, 100))
 	flags := []string{"--cache-dir", "none", "--image", "28x28", "--class-column", "label"}
@@ -227,7 +228,7 @@ func TestMountFailClosedDeletionVectors(t *testing.T) {
 		}, "deletion vector"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := copyCatTable(t, "deltars-table-with-dv-small")
+			dir := testkit.CopyTable(t, "deltars-table-with-dv-small")
 			tc.apply(t, filepath.Join(dir, dv))
 			m := mounttest.Start(t, bin, dir, "--cache-dir", "none")
 			sd := filepath.Join(m.Dir, "version", "1", "shard", "0")
@@ -245,10 +246,10 @@ func TestMountFailClosedDeletionVectors(t *testing.T) {
 
 // writeDigitsFile writes rows as deltaTable.commit does (same writer, same
 // options) and returns the file's bytes.
-func writeDigitsFile(t *testing.T, rows []digit) []byte {
+func writeDigitsFile(t *testing.T, rows []testkit.Digit) []byte {
 	t.Helper()
 	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[digit](&buf, parquet.Compression(&parquet.Snappy), parquet.PageBufferSize(64<<10))
+	w := parquet.NewGenericWriter[testkit.Digit](&buf, parquet.Compression(&parquet.Snappy), parquet.PageBufferSize(64<<10))
 	if _, err := w.Write(rows); err != nil {
 		t.Fatal(err)
 	}
@@ -263,15 +264,15 @@ func writeDigitsFile(t *testing.T, rows []digit) []byte {
 // served for the new one.
 func TestMountReplacedDataFile(t *testing.T) {
 	bin := mounttest.Binary(t)
-	rows := func(v byte) []digit {
-		out := make([]digit, 50)
+	rows := func(v byte) []testkit.Digit {
+		out := make([]testkit.Digit, 50)
 		for i := range out {
-			out[i] = digit{ID: int64(i), Label: int32(i % 10), Pixels: bytes.Repeat([]byte{v}, 784)}
+			out[i] = testkit.Digit{ID: int64(i), Label: int32(i % 10), Pixels: bytes.Repeat([]byte{v}, 784)}
 		}
 		return out
 	}
 	tbl := newDeltaTable(t, filepath.Join(t.TempDir(), "t"))
-	_, paths := tbl.commit(time.UnixMilli(1_700_000_000_000), digitSchema, [][]digit{rows(10)})
+	_, paths := tbl.commit(time.UnixMilli(1_700_000_000_000), digitSchema, [][]testkit.Digit{rows(10)})
 	data := filepath.Join(tbl.dir, paths[0])
 	old, err := os.ReadFile(data)
 	must(t, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/deltafs/deltafs/internal/mounttest"
 	"github.com/deltafs/deltafs/internal/s3test"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // S3 conformance: every table of testdata/delta, uploaded to an S3 server
@@ -64,7 +65,7 @@ func s3Flags(endpoint string) []string {
 // deltaTableNames are the tables of testdata/delta.
 func deltaTableNames(t *testing.T) []string {
 	t.Helper()
-	ents, err := os.ReadDir(logTestdata)
+	ents, err := os.ReadDir(testkit.Tables())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +76,7 @@ func deltaTableNames(t *testing.T) []string {
 		}
 	}
 	if len(out) < 20 {
-		t.Fatalf("only %d tables in %s", len(out), logTestdata)
+		t.Fatalf("only %d tables in %s", len(out), testkit.Tables())
 	}
 	return out
 }
@@ -88,7 +89,7 @@ func uploadTables(t *testing.T, endpoint, bucket string, names []string) map[str
 	local := map[string]string{}
 	root := t.TempDir()
 	for _, name := range names {
-		src := filepath.Join(logTestdata, name)
+		src := filepath.Join(testkit.Tables(), name)
 		if s3test.UploadDir(t, endpoint, bucket, name, src) == 0 {
 			t.Fatalf("%s: nothing uploaded", name)
 		}
@@ -150,10 +151,7 @@ func runBin(t *testing.T, bin string, limit time.Duration, args ...string) (stdo
 // lines, or the mount's error line when it refuses the table.
 func mountedTree(t *testing.T, bin, table string, flags ...string) (tree map[string][]string, refused string) {
 	t.Helper()
-	mnt := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	mnt := mounttest.Mountpoint(t)
 	args := append([]string{"--data-column", "-", "--shards", "2", "--cache-dir", "none"}, flags...)
 	m, err := mounttest.StartAt(bin, table, mnt, args...)
 	if m != nil {
@@ -283,9 +281,9 @@ func TestMountS3Refuses(t *testing.T) {
 	bin := mounttest.Binary(t)
 	mounttest.RequireFUSE(t)
 	fake := s3test.StartGofakes3(t)
-	s3test.UploadDir(t, fake, "tables", "basic", filepath.Join(logTestdata, "dat-basic_append"))
+	s3test.UploadDir(t, fake, "tables", "basic", filepath.Join(testkit.Tables(), "dat-basic_append"))
 	moto, ak, sk := s3test.StartMotoAuth(t)
-	s3test.UploadDir(t, moto, "tables", "basic", filepath.Join(logTestdata, "dat-basic_append"))
+	s3test.UploadDir(t, moto, "tables", "basic", filepath.Join(testkit.Tables(), "dat-basic_append"))
 	down := s3test.NewFake(t, nil)
 	down.Stop()
 	denyAll, _ := s3test.ErrorFirst(-1, http.StatusForbidden, "AccessDenied", "Access Denied")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/deltafs/deltafs/internal/mounttest"
 	"github.com/deltafs/deltafs/internal/s3test"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // An S3 endpoint that is gone (connection refused) or silent (accepts
@@ -36,7 +37,7 @@ const downLoc = "s3://train/mnist"
 
 func newDownTable(t *testing.T) *downTable {
 	t.Helper()
-	digits := readMNIST(t)[:400]
+	digits := testkit.MNIST(t, testkit.MNISTTest)[:400]
 	table := newDeltaTable(t, filepath.Join(t.TempDir(), "mnist"))
 	table.commit(time.Date(2026, 10, 1, 8, 30, 0, 0, time.UTC), digitSchema, chunk(digits, 50))
 	fake := s3test.NewFake(t, nil)
@@ -374,7 +375,7 @@ func TestS3UnreachableCommands(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
 				c := exec.CommandContext(ctx, bin, args...)
-				var stderr mounttest.SyncBuffer
+				var stderr testkit.SyncBuffer
 				c.Stderr = &stderr
 				start := time.Now()
 				if err := c.Start(); err != nil {

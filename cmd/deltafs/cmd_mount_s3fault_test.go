@@ -22,6 +22,7 @@ import (
 
 	"github.com/deltafs/deltafs/internal/mounttest"
 	"github.com/deltafs/deltafs/internal/s3test"
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
 )
 
@@ -52,10 +53,7 @@ func mountHere(t *testing.T, table string, flags ...string) *inProcMount {
 	if err := fl.Parse(flags); err != nil {
 		t.Fatal(err)
 	}
-	m := &inProcMount{dir: filepath.Join(t.TempDir(), "mnt"), done: make(chan error, 1)}
-	if err := os.Mkdir(m.dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	m := &inProcMount{dir: mounttest.Mountpoint(t), done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
 	go func() { m.done <- runMount(ctx, &o, table, m.dir) }()
@@ -205,7 +203,7 @@ func TestMountS3Faults(t *testing.T) {
 
 	// An MNIST-like table: 400 digits in 8 data files, on local disk and
 	// in gofakes3 behind Toxiproxy.
-	digits := readMNIST(t)[:400]
+	digits := testkit.MNIST(t, testkit.MNISTTest)[:400]
 	table := newDeltaTable(t, filepath.Join(t.TempDir(), "mnist"))
 	table.commit(time.Date(2026, 10, 1, 8, 30, 0, 0, time.UTC), digitSchema, chunk(digits, 50))
 	throttle := &switchable{}
@@ -213,7 +211,7 @@ func TestMountS3Faults(t *testing.T) {
 	proxy := s3test.StartProxy(t, fake.Endpoint)
 	s3test.UploadDir(t, fake.Endpoint, "train", "mnist", table.dir)
 	s3Env(t, fake.Endpoint)
-	var logs mounttest.SyncBuffer
+	var logs testkit.SyncBuffer
 	saved, savedLog := global.storage, slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
 	t.Cleanup(func() { global.storage = saved; slog.SetDefault(savedLog) })

@@ -15,23 +15,17 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // writeTinyNpy writes n records (id <i8, data |u1 (16,)): record i's data
 // is i and 7*i as two little-endian uint64s.
 func writeTinyNpy(t *testing.T, path string, n int) {
 	t.Helper()
-	hdr := fmt.Sprintf("{'descr': [('id', '<i8'), ('data', '|u1', (16,))], 'fortran_order': False, 'shape': (%d,), }", n)
-	for (10+len(hdr)+1)%64 != 0 {
-		hdr += " "
-	}
-	hdr += "\n"
 	f, err := os.Create(path)
 	must(t, err)
 	w := bufio.NewWriterSize(f, 1<<20)
-	w.WriteString("\x93NUMPY\x01\x00")
-	binary.Write(w, binary.LittleEndian, uint16(len(hdr)))
-	w.WriteString(hdr)
+	w.Write(testkit.NPYHeader(fmt.Sprintf("{'descr': [('id', '<i8'), ('data', '|u1', (16,))], 'fortran_order': False, 'shape': (%d,), }", n)))
 	var rec [24]byte
 	for i := range n {
 		binary.LittleEndian.PutUint64(rec[0:], uint64(i))

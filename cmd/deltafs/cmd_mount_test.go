@@ -1,18 +1,14 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
 	"image/png"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -29,52 +25,12 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
-
-const mnistTest = "../../testdata/mnist/mnist-test.npy.gz"
-
-var wantPerClass = []int{980, 1135, 1032, 1010, 982, 892, 958, 1028, 974, 1009}
-
-type digit struct {
-	ID     int64  `parquet:"id"`
-	Label  int32  `parquet:"label"`
-	Pixels []byte `parquet:"pixels"`
-}
-
-func readMNIST(t *testing.T) []digit {
-	t.Helper()
-	f, err := os.Open(mnistTest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(gz)
-	head := make([]byte, 10)
-	if _, err := io.ReadFull(r, head); err != nil || string(head[:6]) != "\x93NUMPY" {
-		t.Fatalf("not a .npy file: %v", err)
-	}
-	if _, err := r.Discard(int(binary.LittleEndian.Uint16(head[8:10]))); err != nil {
-		t.Fatal(err)
-	}
-	var out []digit
-	rec := make([]byte, 793)
-	for {
-		if _, err := io.ReadFull(r, rec); err == io.EOF {
-			return out
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, digit{ID: int64(binary.LittleEndian.Uint64(rec)), Label: int32(rec[8]), Pixels: append([]byte(nil), rec[9:]...)})
-	}
-}
 
 // deltaTable writes Delta tables by hand (parquet-go data files, JSON
 // commits put if absent), independent of the writer package.
@@ -103,7 +59,7 @@ func newDeltaTable(t *testing.T, dir string) *deltaTable {
 
 // commit writes one version adding one data file per chunk (and removing
 // paths), returning the version and the added paths.
-func (d *deltaTable) commit(ts time.Time, schema string, chunks [][]digit, remove ...string) (int64, []string) {
+func (d *deltaTable) commit(ts time.Time, schema string, chunks [][]testkit.Digit, remove ...string) (int64, []string) {
 	t := d.t
 	var lines []any
 	lines = append(lines, map[string]any{"commitInfo": map[string]any{"timestamp": ts.UnixMilli(), "operation": "WRITE", "engineInfo": "cmd_mount_test"}})
@@ -120,7 +76,7 @@ func (d *deltaTable) commit(ts time.Time, schema string, chunks [][]digit, remov
 	for i, rows := range chunks {
 		name := fmt.Sprintf("part-%05d-v%d.snappy.parquet", i, d.next)
 		var buf bytes.Buffer
-		w := parquet.NewGenericWriter[digit](&buf, parquet.Compression(&parquet.Snappy), parquet.PageBufferSize(64<<10))
+		w := parquet.NewGenericWriter[testkit.Digit](&buf, parquet.Compression(&parquet.Snappy), parquet.PageBufferSize(64<<10))
 		if _, err := w.Write(rows); err != nil {
 			t.Fatal(err)
 		}
@@ -153,8 +109,8 @@ func (d *deltaTable) commit(ts time.Time, schema string, chunks [][]digit, remov
 	return d.next - 1, paths
 }
 
-func chunk(rows []digit, n int) [][]digit {
-	var out [][]digit
+func chunk(rows []testkit.Digit, n int) [][]testkit.Digit {
+	var out [][]testkit.Digit
 	for len(rows) > 0 {
 		k := min(n, len(rows))
 		out = append(out, rows[:k])
@@ -186,7 +142,7 @@ func samplesUnder(t *testing.T, dir string) []string {
 
 func TestMountMNIST(t *testing.T) {
 	bin := mounttest.Binary(t)
-	digits := readMNIST(t)
+	digits := testkit.MNIST(t, testkit.MNISTTest)
 	table := newDeltaTable(t, filepath.Join(t.TempDir(), "mnist"))
 	ts := time.Date(2026, 10, 1, 8, 30, 0, 0, time.UTC)
 	table.commit(ts, digitSchema, chunk(digits, 2500))
@@ -208,12 +164,12 @@ func TestMountMNIST(t *testing.T) {
 	if fmt.Sprint(classes) != "[0 1 2 3 4 5 6 7 8 9]" {
 		t.Fatalf("class folders %v", classes)
 	}
-	byID := map[int64]digit{}
+	byID := map[int64]testkit.Digit{}
 	for _, d := range digits {
 		byID[d.ID] = d
 	}
 	size := (sample.Image{H: 28, W: 28, C: 1}).PNGSize()
-	for c, want := range wantPerClass {
+	for c, want := range testkit.MNISTPerClass {
 		files, err := os.ReadDir(filepath.Join(sd, strconv.Itoa(c)))
 		if err != nil {
 			t.Fatal(err)
@@ -312,7 +268,7 @@ func TestMountMNIST(t *testing.T) {
 
 func TestMountShards(t *testing.T) {
 	bin := mounttest.Binary(t)
-	digits := readMNIST(t)
+	digits := testkit.MNIST(t, testkit.MNISTTest)
 	table := newDeltaTable(t, filepath.Join(t.TempDir(), "mnist"))
 	table.commit(time.Now(), digitSchema, chunk(digits, 1000))
 	m := mounttest.Start(t, bin, table.dir, "--image", "28x28", "--shards", "3", "--cache-dir", "none")
@@ -336,27 +292,6 @@ func TestMountShards(t *testing.T) {
 	}
 }
 
-// writeNPY writes digits as a .npy file in the layout of testdata/mnist.
-func writeNPY(t *testing.T, path string, digits []digit) {
-	t.Helper()
-	header := fmt.Sprintf("{'descr': [('id', '<i8'), ('label', '|u1'), ('pixels', '|u1', (784,))], 'fortran_order': False, 'shape': (%d,), }", len(digits))
-	for (10+len(header)+1)%64 != 0 {
-		header += " "
-	}
-	header += "\n"
-	b := []byte("\x93NUMPY\x01\x00")
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(header)))
-	b = append(b, header...)
-	for _, d := range digits {
-		b = binary.LittleEndian.AppendUint64(b, uint64(d.ID))
-		b = append(b, byte(d.Label))
-		b = append(b, d.Pixels...)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestMountSnapshotIsolation reads version 0 of a mounted table over and
 // over while another process (`deltafs import`, the writer package)
 // commits 20 new versions, one of them an overwrite: version 0's files stay
@@ -364,10 +299,12 @@ func writeNPY(t *testing.T, path string, digits []digit) {
 // remount.
 func TestMountSnapshotIsolation(t *testing.T) {
 	bin := mounttest.Binary(t)
-	digits := readMNIST(t)
+	digits := testkit.MNIST(t, testkit.MNISTTest)
 	src := t.TempDir()
 	table := filepath.Join(t.TempDir(), "grow")
-	writeNPY(t, filepath.Join(src, "base.npy"), digits[:1000])
+	if err := os.WriteFile(filepath.Join(src, "base.npy"), testkit.MNISTNPY(digits[:1000]), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if out, err := mounttest.Run(bin, "import", filepath.Join(src, "base.npy"), table, "--rows-per-file", "500"); err != nil {
 		t.Fatalf("deltafs import: %v\n%s", err, out)
 	}
@@ -412,7 +349,10 @@ func TestMountSnapshotIsolation(t *testing.T) {
 				}
 			}
 			part := filepath.Join(src, fmt.Sprintf("part-%02d.npy", i))
-			writeNPY(t, part, digits[1000+50*i:1050+50*i])
+			if err := os.WriteFile(part, testkit.MNISTNPY(digits[1000+50*i:1050+50*i]), 0o644); err != nil {
+				writerDone <- err
+				return
+			}
 			mode := "append"
 			if i == 10 {
 				mode = "overwrite"
@@ -668,14 +608,8 @@ var mustRefuse = map[string]bool{
 // `deltafs cat` prints).
 func TestMountDeltaTables(t *testing.T) {
 	bin := mounttest.Binary(t)
-	raw, err := os.ReadFile("../../testdata/delta/EXPECTED.json")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var exp expected
-	if err := json.Unmarshal(raw, &exp); err != nil {
-		t.Fatal(err)
-	}
+	testkit.Expected(t, &exp)
 	names := make([]string, 0, len(exp))
 	for n := range exp {
 		names = append(names, n)
@@ -686,13 +620,8 @@ func TestMountDeltaTables(t *testing.T) {
 			continue // TestMountRefuses
 		}
 		t.Run(name, func(t *testing.T) {
-			src := filepath.Join("../../testdata/delta", name)
-			table := filepath.Join(t.TempDir(), name)
-			if err := os.CopyFS(table, os.DirFS(src)); err != nil {
-				t.Fatal(err)
-			}
-			mnt := filepath.Join(t.TempDir(), "mnt")
-			_ = os.Mkdir(mnt, 0o755)
+			table := testkit.CopyTable(t, name)
+			mnt := mounttest.Mountpoint(t)
 			m, err := mounttest.StartAt(bin, table, mnt, "--data-column", "-", "--shards", "2", "--cache-dir", "none")
 			if m != nil {
 				t.Cleanup(func() { _ = m.Stop(); mounttest.Unmount(mnt) })

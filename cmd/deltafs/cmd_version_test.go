@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // TestVersion: `deltafs --version` and `deltafs version` print the same
@@ -38,7 +38,7 @@ func TestVersion(t *testing.T) {
 	// A release build says its release.
 	bin := filepath.Join(t.TempDir(), "deltafs")
 	build := exec.Command("go", "build", "-ldflags", "-X main.release=v9.8.7-test", "-o", bin, "./cmd/deltafs")
-	build.Dir = mounttest.ModuleRoot()
+	build.Dir = testkit.ModuleRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}

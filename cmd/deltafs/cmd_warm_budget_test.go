@@ -12,6 +12,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // TestWarmBudgetTooSmall: a warm whose data does not fit --cache-size
@@ -20,7 +21,7 @@ import (
 // mount with it reads nothing from the data files.
 func TestWarmBudgetTooSmall(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:3000], 1000)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:3000], 1000)
 	cdir := t.TempDir()
 
 	tooBig := regexp.MustCompile(`^deltafs: ` + regexp.QuoteMeta(table) +
@@ -64,7 +65,7 @@ func TestWarmBudgetTooSmall(t *testing.T) {
 // would miss in.
 func TestWarmDiskTooFull(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:3000], 1000)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:3000], 1000)
 	disk := t.TempDir()
 	if err := syscall.Mount("tmpfs", disk, "tmpfs", 0, "size=4m"); err != nil {
 		t.Fatalf("mount tmpfs (the tests run as root): %v", err)
@@ -92,7 +93,7 @@ func TestWarmDiskTooFull(t *testing.T) {
 // each, and the cause.
 func TestWarmVacuumedFileOneLine(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:200], 100)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:200], 100)
 	files, err := filepath.Glob(filepath.Join(table, "*.parquet"))
 	if err != nil || len(files) != 2 {
 		t.Fatalf("want 2 data files: %v %v", files, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/deltafs/deltafs/cache"
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // statsJSON is the part of MOUNT/.deltafs/stats these tests check.
@@ -126,7 +127,7 @@ func reference(t *testing.T, bin, table string) map[string][]byte {
 // still reads storage; then warming the rest makes the whole version free.
 func TestWarmThenMount(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:3000], 1000)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:3000], 1000)
 	want := reference(t, bin, table)
 	cdir := t.TempDir()
 
@@ -181,7 +182,7 @@ func TestWarmThenMount(t *testing.T) {
 // TestWarmErrors: bad usage exits 2, a bad table 1, each with one line.
 func TestWarmErrors(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:100], 100)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:100], 100)
 	for _, c := range []struct {
 		args []string
 		code int
@@ -211,7 +212,7 @@ func TestWarmErrors(t *testing.T) {
 // serves every file of a version without reading any data file.
 func TestMountRemountReadsNoDataFile(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:3000], 1000)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:3000], 1000)
 	want := reference(t, bin, table)
 	cdir := t.TempDir()
 
@@ -248,7 +249,7 @@ func TestMountRemountReadsNoDataFile(t *testing.T) {
 // neither finds a corrupt entry.
 func TestMountsShareCacheDir(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:3000], 1000)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:3000], 1000)
 	want := reference(t, bin, table)
 	cdir := t.TempDir()
 	ms := []*mounttest.Mount{

@@ -18,6 +18,7 @@ import (
 
 	"github.com/deltafs/deltafs/internal/mounttest"
 	"github.com/deltafs/deltafs/internal/pqtest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // Data files whose footer, page index or pages claim what is not there:
@@ -110,7 +111,7 @@ var hostileCases = []hostileCase{
 // it, fixing its size in the log. It returns the table and the paths.
 func hostileTable(t *testing.T, files, rows int, c map[int]hostileCase) (*deltaTable, []string) {
 	t.Helper()
-	digits := readMNIST(t)[:files*rows]
+	digits := testkit.MNIST(t, testkit.MNISTTest)[:files*rows]
 	tbl := newDeltaTable(t, filepath.Join(t.TempDir(), "t"))
 	_, paths := tbl.commit(time.UnixMilli(1_700_000_000_000), digitSchema, chunk(digits, rows))
 	logPath := filepath.Join(tbl.dir, "_delta_log", fmt.Sprintf("%020d.json", 0))
@@ -195,7 +196,7 @@ func TestMountHostileDataFiles(t *testing.T) {
 		cases[i+1] = hc
 	}
 	files := len(hostileCases) + 2 // a clean file first (the --image check reads it) and last
-	digits := readMNIST(t)[:files*rows]
+	digits := testkit.MNIST(t, testkit.MNISTTest)[:files*rows]
 	for _, mode := range []struct {
 		name  string
 		flags []string

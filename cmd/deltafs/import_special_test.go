@@ -2,11 +2,9 @@ package main
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +15,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // onePNG is a valid 1x1 grey PNG.
@@ -76,17 +75,7 @@ func TestImportSpecialFiles(t *testing.T) {
 			return src, "source " + src + ": dog/zero.jpg: not a regular file (character device)"
 		}, nil},
 		{"socket", func(t *testing.T, src string) (string, string) {
-			dir, err := os.MkdirTemp("", "sock")
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { os.RemoveAll(dir) })
-			ln, err := net.Listen("unix", filepath.Join(dir, "s"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { ln.Close() })
-			if err := os.Rename(filepath.Join(dir, "s"), filepath.Join(src, "cat", "sock.png")); err != nil {
+			if err := os.Rename(testkit.Socket(t), filepath.Join(src, "cat", "sock.png")); err != nil {
 				t.Fatal(err)
 			}
 			return src, "source " + src + ": cat/sock.png: not a regular file (socket)"
@@ -153,20 +142,12 @@ func TestImportSpecialFiles(t *testing.T) {
 // source that takes minutes to import.
 func sparseNpy(t *testing.T, n int64) string {
 	t.Helper()
-	hdr := fmt.Sprintf("{'descr': [('pixels', '|u1', (784,))], 'fortran_order': False, 'shape': (%d,), }", n)
-	for (10+len(hdr)+1)%64 != 0 {
-		hdr += " "
-	}
-	hdr += "\n"
-	var b bytes.Buffer
-	b.WriteString("\x93NUMPY\x01\x00")
-	binary.Write(&b, binary.LittleEndian, uint16(len(hdr)))
-	b.WriteString(hdr)
+	hdr := testkit.NPYHeader(fmt.Sprintf("{'descr': [('pixels', '|u1', (784,))], 'fortran_order': False, 'shape': (%d,), }", n))
 	p := filepath.Join(t.TempDir(), "big.npy")
-	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(p, hdr, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Truncate(p, int64(b.Len())+n*784); err != nil {
+	if err := os.Truncate(p, int64(len(hdr))+n*784); err != nil {
 		t.Fatal(err)
 	}
 	return p

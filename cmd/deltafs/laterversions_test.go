@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // A problem in a later version (a protocol this reader refuses, a missing
@@ -47,7 +49,7 @@ func TestCatOlderVersionsDespiteLaterProblems(t *testing.T) {
 				t.Errorf("version 2: %d rows, want 7", n)
 			}
 			catFails(t, 1, []string{table}, "deltafs: "+table+c.latest+"\n")
-			stdout, stderr, code := runLogProcess(t, "log", "--json", table)
+			stdout, stderr, code := testkit.RunMain(t, nil, "log", "--json", table)
 			if code != 1 || stderr != "deltafs: "+table+c.logWant+"\n" {
 				t.Errorf("log: exit %d, stderr %q; want %q", code, stderr, "deltafs: "+table+c.logWant+"\n")
 			}
@@ -60,9 +62,9 @@ func TestCatOlderVersionsDespiteLaterProblems(t *testing.T) {
 
 // A version that does not exist: one line, the version named once.
 func TestCatVersionNotFoundMessage(t *testing.T) {
-	table, _ := filepath.Abs(filepath.Join(catTables, "dat-basic_append"))
+	table, _ := filepath.Abs(filepath.Join(testkit.Tables(), "dat-basic_append"))
 	catFails(t, 1, []string{table, "--version", "7"}, "deltafs: "+table+" version 7: does not exist (the latest version is 2)\n")
-	_, errOut, _ := runCatCmd(t, "cat", table, "--version", "7")
+	_, errOut, _ := testkit.RunMain(t, nil, "cat", table, "--version", "7")
 	if strings.Count(errOut, "version 7") != 1 {
 		t.Errorf("stderr %q repeats the version", errOut)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // metricsURL finds the metrics URL the mount logged.
@@ -61,7 +62,7 @@ func scrape(t *testing.T, url string) map[string]float64 {
 // read.
 func TestMountMetrics(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:1000], 500)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:1000], 500)
 	m := mounttest.Start(t, bin, table, "--image", "28x28", "--cache-dir", t.TempDir(), "--metrics-addr", "127.0.0.1:0")
 	url := metricsURL(t, m)
 	before := scrape(t, url)
@@ -109,7 +110,7 @@ func TestMountMetrics(t *testing.T) {
 func TestMountMetricsAddrBusy(t *testing.T) {
 	mounttest.RequireFUSE(t)
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:10], 10)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:10], 10)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

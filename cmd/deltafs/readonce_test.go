@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // TestMountColdEpochReadsDataOnce: samples served as the data column's
@@ -19,7 +20,7 @@ import (
 // about 0.2x here, where one 690 KB file holds every row.
 func TestMountColdEpochReadsDataOnce(t *testing.T) {
 	bin := mounttest.Binary(t)
-	table := importDigits(t, bin, readMNIST(t)[:3000], 3000)
+	table := importDigits(t, bin, testkit.MNIST(t, testkit.MNISTTest)[:3000], 3000)
 	var fileBytes int64
 	entries, err := os.ReadDir(table)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // A mount must end within a bound on SIGINT or SIGTERM even when a
@@ -95,7 +96,7 @@ func hungDir(t *testing.T, dir, block string) (mnt string, stuck <-chan struct{}
 // basicAppendFile hangs.
 func hungTable(t *testing.T) (table string, stuck <-chan struct{}) {
 	t.Helper()
-	return hungDir(t, copyDelta(t, "dat-basic_append"), basicAppendFile)
+	return hungDir(t, testkit.CopyTable(t, "dat-basic_append"), basicAppendFile)
 }
 
 // startStuck mounts the hung table and gets a read stuck in it: a reader

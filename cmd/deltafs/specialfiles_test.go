@@ -11,22 +11,13 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // Special files in a table: a named pipe or a link to a device where the
 // log or the data should be never blocks and never reads as data. Every
 // command answers within a bound, with one line naming the file and its
 // kind; a mount fails the file's samples (EIO) and logs it.
-
-// copyDelta copies testdata/delta/name into a fresh directory.
-func copyDelta(t *testing.T, name string) string {
-	t.Helper()
-	dst := filepath.Join(t.TempDir(), name)
-	if err := os.CopyFS(dst, os.DirFS(filepath.Join("../../testdata/delta", name))); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 // replaceWith replaces the file at path with a named pipe ("fifo") or a
 // symbolic link to /dev/zero ("zero").
@@ -75,7 +66,7 @@ func TestLogCatSpecialFiles(t *testing.T) {
 	}
 	for kind, name := range kinds {
 		t.Run("commit "+kind, func(t *testing.T) {
-			table := copyDelta(t, "dat-basic_append")
+			table := testkit.CopyTable(t, "dat-basic_append")
 			replaceWith(t, filepath.Join(table, "_delta_log", "00000000000000000002.json"), kind)
 			want := regexp.MustCompile(`^deltafs: ` + regexp.QuoteMeta(table) + ` version 2: _delta_log/00000000000000000002\.json: not a regular file \(` + name + `\)\n$`)
 			_, stderr, code := runBounded(t, limit, "log", table)
@@ -89,7 +80,7 @@ func TestLogCatSpecialFiles(t *testing.T) {
 			}
 		})
 		t.Run("data file "+kind, func(t *testing.T) {
-			table := copyDelta(t, "dat-basic_append")
+			table := testkit.CopyTable(t, "dat-basic_append")
 			replaceWith(t, filepath.Join(table, basicAppendFile), kind)
 			// log reads no data file here (the adds carry numRecords).
 			out, stderr, code := runBounded(t, limit, "log", table)
@@ -102,7 +93,7 @@ func TestLogCatSpecialFiles(t *testing.T) {
 		t.Run("checkpoint "+kind, func(t *testing.T) {
 			// The commits before the checkpoint are gone (log cleanup):
 			// versions 2 and 3 need it.
-			table := copyDelta(t, "dat-with_checkpoint")
+			table := testkit.CopyTable(t, "dat-with_checkpoint")
 			for _, v := range []string{"00000000000000000000.json", "00000000000000000001.json"} {
 				if err := os.Remove(filepath.Join(table, "_delta_log", v)); err != nil {
 					t.Fatal(err)
@@ -117,7 +108,7 @@ func TestLogCatSpecialFiles(t *testing.T) {
 		})
 		t.Run("_last_checkpoint "+kind, func(t *testing.T) {
 			// Only a hint: ignored with a warning, the table reads.
-			table := copyDelta(t, "dat-with_checkpoint")
+			table := testkit.CopyTable(t, "dat-with_checkpoint")
 			replaceWith(t, filepath.Join(table, "_delta_log", "_last_checkpoint"), kind)
 			out, stderr, code := runBounded(t, limit, "log", table)
 			if code != 0 || strings.Count(out, "\n") != 5 {
@@ -142,7 +133,7 @@ func TestMountSpecialDataFile(t *testing.T) {
 	bin := mounttest.Binary(t)
 	for _, kind := range []string{"fifo", "zero"} {
 		t.Run("image "+kind, func(t *testing.T) {
-			digits := readMNIST(t)[:300]
+			digits := testkit.MNIST(t, testkit.MNISTTest)[:300]
 			table := newDeltaTable(t, filepath.Join(t.TempDir(), "digits"))
 			_, paths := table.commit(time.Now(), digitSchema, chunk(digits, 100))
 			replaceWith(t, filepath.Join(table.dir, paths[1]), kind)
@@ -159,7 +150,7 @@ func TestMountSpecialDataFile(t *testing.T) {
 			checkLoggedAndStop(t, m, paths[1], "0", kind)
 		})
 		t.Run("json "+kind, func(t *testing.T) {
-			table := copyDelta(t, "dat-basic_append")
+			table := testkit.CopyTable(t, "dat-basic_append")
 			replaceWith(t, filepath.Join(table, basicAppendFile), kind)
 			m := mounttest.Start(t, bin, table, "--cache-dir", "none")
 			if _, err := os.ReadDir(filepath.Join(m.Dir, "version", "2", "shard", "0")); !errors.Is(err, syscall.EIO) {

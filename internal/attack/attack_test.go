@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/importer"
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
@@ -282,7 +282,7 @@ func targets(t testing.TB) []*target {
 
 func buildTargets() ([]*target, error) {
 	ctx := context.Background()
-	root := filepath.Join(mounttest.ModuleRoot(), "testdata", "delta")
+	root := filepath.Join(testkit.ModuleRoot(), "testdata", "delta")
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return nil, err
@@ -305,7 +305,7 @@ func buildTargets() ([]*target, error) {
 		return nil, err
 	}
 	for _, f := range []string{"demo-1-import.npy.gz", "demo-2-append.npy.gz"} {
-		src, err := importer.Open(ctx, filepath.Join(mounttest.ModuleRoot(), "testdata", "mnist", "demo", f), importer.Options{})
+		src, err := importer.Open(ctx, filepath.Join(testkit.ModuleRoot(), "testdata", "mnist", "demo", f), importer.Options{})
 		if err != nil {
 			return nil, err
 		}

@@ -9,13 +9,11 @@
 package mounttest
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +21,8 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 var (
@@ -42,12 +42,6 @@ func RequireFUSE(t testing.TB) {
 	}
 }
 
-// ModuleRoot is the repository root (where go.mod is).
-func ModuleRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
-}
-
 // Binary builds ./cmd/deltafs once per test process and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
@@ -59,7 +53,7 @@ func Binary(t testing.TB) string {
 		}
 		binPath = filepath.Join(dir, "deltafs")
 		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/deltafs")
-		cmd.Dir = ModuleRoot()
+		cmd.Dir = testkit.ModuleRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
 			buildErr = fmt.Errorf("%v\n%s", err, out)
 		}
@@ -102,7 +96,7 @@ func Mounted(dir string) bool {
 type Mount struct {
 	Dir    string
 	cmd    *exec.Cmd
-	log    *SyncBuffer
+	log    *testkit.SyncBuffer
 	exited chan struct{}
 	err    error // Wait's result, once exited is closed
 }
@@ -152,34 +146,12 @@ func (m *Mount) Wait(timeout time.Duration) (exited bool, err error) {
 	}
 }
 
-// SyncBuffer is a bytes.Buffer safe for concurrent Write and String: the
-// output of a child process or a logger, read while it is written.
-type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *SyncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *SyncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // Start runs `deltafs mount table DIR flags...` on a fresh directory, waits
 // until MOUNT/latest exists, and unmounts in t.Cleanup.
 func Start(t testing.TB, bin, table string, flags ...string) *Mount {
 	t.Helper()
 	RequireFUSE(t)
-	dir := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := Mountpoint(t)
 	m, err := StartAt(bin, table, dir, flags...)
 	if m != nil {
 		t.Cleanup(func() {
@@ -205,7 +177,7 @@ func Start(t testing.TB, bin, table string, flags ...string) *Mount {
 // mount open (its poll probe), and a server killed then cannot exit (its
 // close waits for its own answer).
 func StartAt(bin, table, dir string, flags ...string) (*Mount, error) {
-	m := &Mount{Dir: dir, log: &SyncBuffer{}, exited: make(chan struct{})}
+	m := &Mount{Dir: dir, log: &testkit.SyncBuffer{}, exited: make(chan struct{})}
 	m.cmd = exec.Command(bin, append([]string{"mount", table, dir}, flags...)...)
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
 	if err := m.cmd.Start(); err != nil {
@@ -237,27 +209,12 @@ func Run(bin string, args ...string) (string, error) {
 func InProcess(t testing.TB, root gofs.InodeEmbedder, opts *gofs.Options) string {
 	t.Helper()
 	RequireFUSE(t)
-	dir := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := Mountpoint(t)
 	srv, err := gofs.Mount(dir, root, opts)
 	if err != nil {
 		t.Fatalf("mount %s: %v", dir, err)
 	}
-	t.Cleanup(func() {
-		done := make(chan error, 1)
-		go func() { done <- srv.Unmount() }()
-		select {
-		case err := <-done:
-			if err == nil {
-				srv.Wait()
-				return
-			}
-		case <-time.After(10 * time.Second):
-		}
-		Unmount(dir)
-	})
+	UnmountOnCleanup(t, dir, srv)
 	return dir
 }
 
@@ -266,10 +223,7 @@ func InProcess(t testing.TB, root gofs.InodeEmbedder, opts *gofs.Options) string
 func InProcessRaw(t testing.TB, fsys fuse.RawFileSystem, opts *fuse.MountOptions) string {
 	t.Helper()
 	RequireFUSE(t)
-	dir := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := Mountpoint(t)
 	srv, err := fuse.NewServer(fsys, dir, opts)
 	if err != nil {
 		t.Fatalf("mount %s: %v", dir, err)
@@ -278,6 +232,24 @@ func InProcessRaw(t testing.TB, fsys fuse.RawFileSystem, opts *fuse.MountOptions
 	if err := srv.WaitMount(); err != nil {
 		t.Fatalf("mount %s: %v", dir, err)
 	}
+	UnmountOnCleanup(t, dir, srv)
+	return dir
+}
+
+// Mountpoint is a fresh empty directory to mount on, in t.TempDir().
+func Mountpoint(t testing.TB) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "mnt")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// UnmountOnCleanup unmounts srv, serving at dir in this process, in
+// t.Cleanup: through the server (10 s at most, since a stuck request can
+// hold it), else with Unmount.
+func UnmountOnCleanup(t testing.TB, dir string, srv *fuse.Server) {
 	t.Cleanup(func() {
 		done := make(chan error, 1)
 		go func() { done <- srv.Unmount() }()
@@ -291,5 +263,4 @@ func InProcessRaw(t testing.TB, fsys fuse.RawFileSystem, opts *fuse.MountOptions
 		}
 		Unmount(dir)
 	})
-	return dir
 }

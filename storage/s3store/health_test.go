@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/mounttest"
 	"github.com/deltafs/deltafs/internal/s3test"
+	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/s3store"
 )
@@ -28,13 +28,13 @@ import (
 // at debug level into log.
 type healthEnv struct {
 	st     *s3store.Store
-	log    *mounttest.SyncBuffer
+	log    *testkit.SyncBuffer
 	bucket string
 }
 
 func newHealthEnv(t *testing.T, endpoint, bucket string, tune func(*s3store.Options)) *healthEnv {
 	t.Helper()
-	e := &healthEnv{log: &mounttest.SyncBuffer{}, bucket: bucket}
+	e := &healthEnv{log: &testkit.SyncBuffer{}, bucket: bucket}
 	o := testOptions(endpoint)
 	o.MaxAttempts = 20
 	o.MaxBackoff = 50 * time.Millisecond

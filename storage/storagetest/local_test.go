@@ -16,3 +16,7 @@ func TestLocal(t *testing.T) {
 		return st
 	})
 }
+
+func TestMem(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Storage { return storagetest.NewMem() })
+}

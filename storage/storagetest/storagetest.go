@@ -4,6 +4,11 @@
 // prefixes and startAfter; Stat; ReadAt with io.ReaderAt's EOF semantics;
 // put and put-if-absent (also under a race); not-exist errors; keys with
 // characters that need escaping.
+//
+// It also holds Mem (mem.go), a backend in memory that passes Run, for the
+// tests of packages that read or write tables through storage.Storage
+// (snapshot, writer): objects set with chosen modification times, reads
+// and listings counted, Put faults injected.
 package storagetest
 
 import (
