@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/storage/storagetest"
 )
 
 // Many goroutines asking for versions, listings, times and deletion
@@ -136,7 +138,7 @@ func TestAddFilesShared(t *testing.T) {
 // gatedStorage blocks reads of one key until open is closed, signalling
 // each read that arrives on entered.
 type gatedStorage struct {
-	*memStorage
+	*storagetest.Mem
 	key     string
 	entered chan struct{}
 	open    chan struct{}
@@ -147,7 +149,7 @@ func (g *gatedStorage) ReadAt(ctx context.Context, key string, p []byte, off int
 		g.entered <- struct{}{}
 		<-g.open
 	}
-	return g.memStorage.ReadAt(ctx, key, p, off)
+	return g.Mem.ReadAt(ctx, key, p, off)
 }
 
 // A request that gives up while its version is being built returns at
@@ -158,9 +160,9 @@ func TestAbandonedBuildGoesOn(t *testing.T) {
 	f := newFakeLog(t)
 	f.simple(10)
 	tbl := mustOpen(t, f.st, Options{CachedCommitActions: 1}) // commits are read again
-	g := &gatedStorage{memStorage: f.st, key: commitKey(5), entered: make(chan struct{}, 4), open: make(chan struct{})}
+	g := &gatedStorage{Mem: f.st, key: commitKey(5), entered: make(chan struct{}, 4), open: make(chan struct{})}
 	tbl.st = g
-	before := f.st.readCount(commitKey(5))
+	before := f.st.Reads(commitKey(5))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan error, 1)
@@ -208,7 +210,7 @@ func TestAbandonedBuildGoesOn(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the second request did not return")
 	}
-	if n := f.st.readCount(commitKey(5)) - before; n != 1 {
+	if n := f.st.Reads(commitKey(5)) - before; n != 1 {
 		t.Errorf("commit 5 read %d times, want 1 (one build)", n)
 	}
 }

@@ -424,7 +424,7 @@ func TestLocalKeptFilesBounded(t *testing.T) {
 		}
 	}
 	before := openFDs(t)
-	bounded(t, "concurrent reads", func() {
+	testkit.Bounded(t, "concurrent reads", 10*time.Second, func() {
 		var wg sync.WaitGroup
 		for g := range 8 {
 			wg.Go(func() {
