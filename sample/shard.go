@@ -44,6 +44,8 @@ type Shard struct {
 
 	manifestOffs []int64 // byte offset of every manifestBlock-th line
 	manifestSize int64
+
+	tar tarView // the shard as one tar archive, laid out on first use
 }
 
 // segment is the part of one data file inside a shard: n of its live rows
