@@ -146,3 +146,55 @@ func TestDemoScript(t *testing.T) {
 		t.Fatalf("%s still mounted after the demo ended", mnt)
 	}
 }
+
+// TestExampleTar runs examples/tar/train_tar.py, streaming shard 0's tar
+// view (shard 1's as --val), and examples/mnist/train.py over the same
+// shards' folders with the same budget: the tar loader trains to the same
+// accuracy as ImageFolder (within 0.1). Then the same script under
+// torch.distributed.run, one tar per rank.
+func TestExampleTar(t *testing.T) {
+	python := needTorchvision(t)
+	bin := buildDeltafs(t)
+	m := mnistMount(t, bin, 2)
+	shard := func(k int, ext string) string {
+		return filepath.Join(m.Dir, "latest", "shard", fmt.Sprint(k)+ext)
+	}
+	budget := []string{"--epochs", "1", "--max-steps", "40", "--batch-size", "32", "--threads", "1"}
+	accRe := regexp.MustCompile(`(?m)^epoch 1: accuracy ([01]\.\d{4}), \d+ samples/s$`)
+	accuracy := func(name, out string) float64 {
+		t.Helper()
+		mm := accRe.FindStringSubmatch(out)
+		if mm == nil {
+			t.Fatalf("%s prints no accuracy line:\n%s", name, out)
+		}
+		var a float64
+		fmt.Sscan(mm[1], &a)
+		return a
+	}
+	tarOut := runPython(t, python, 3*time.Minute, append([]string{"examples/tar/train_tar.py", shard(0, ".tar"),
+		"--val", shard(1, ".tar"), "--shuffle", "256", "--workers", "1"}, budget...)...)
+	if want := "streaming " + filepath.Join(m.Dir, "version", "0", "shard", "0.tar"); !strings.Contains(tarOut, want) {
+		t.Errorf("train_tar.py does not say it streams the pinned version's tar (%s):\n%s", want, tarOut)
+	}
+	folderOut := runPython(t, python, 3*time.Minute, append([]string{"examples/mnist/train.py", shard(0, ""),
+		"--val", shard(1, ""), "--workers", "1"}, budget...)...)
+	tarAcc, folderAcc := accuracy("train_tar.py", tarOut), accuracy("train.py", folderOut)
+	if tarAcc < 0.5 || tarAcc < folderAcc-0.1 {
+		t.Errorf("tar loader accuracy %.4f, ImageFolder's %.4f with the same budget:\n%s", tarAcc, folderAcc, tarOut)
+	}
+
+	out := runPython(t, python, 3*time.Minute, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+		"--redirects", "1", "--tee", "1", "--log_dir", t.TempDir(),
+		"examples/tar/train_tar.py", "--mount", m.Dir, "--max-steps", "5", "--batch-size", "32", "--workers", "0",
+		"--shuffle", "64", "--threads", "1")
+	for r := 0; r < 2; r++ {
+		re := fmt.Sprintf(`(?m)^(\[default%d\]:)?rank %d/2: streaming %s$`, r, r,
+			regexp.QuoteMeta(filepath.Join(m.Dir, "version", "0", "shard", fmt.Sprintf("%d.tar", r))))
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("rank %d did not report streaming its own shard's tar (%s):\n%s", r, re, out)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^(\[default0\]:)?epoch 1: accuracy [01]\.\d{4}, \d+ samples/s$`).MatchString(out) {
+		t.Errorf("train_tar.py under torch.distributed prints no accuracy:\n%s", out)
+	}
+}

@@ -71,8 +71,13 @@ func (r *Root) list(ctx context.Context, n node) (listing, syscall.Errno) {
 		kinds := []int{kindCommit, kindSchema, kindShards}
 		return listing{n: 3, entry: func(i int) (string, node) { return names[i], node{kind: kinds[i], version: v} }}, 0
 	case kindShards:
-		return listing{n: r.opts.Samples.Shards(), entry: func(i int) (string, node) {
-			return strconv.Itoa(i), node{kind: kindShard, version: v, item: int64(i)}
+		// The shard folders, then their tar views.
+		k := r.opts.Samples.Shards()
+		return listing{n: 2 * k, entry: func(i int) (string, node) {
+			if i < k {
+				return strconv.Itoa(i), node{kind: kindShard, version: v, item: int64(i)}
+			}
+			return strconv.Itoa(i-k) + sample.TarExt, node{kind: kindTar, version: v, item: int64(i - k)}
 		}}, 0
 	case kindShard:
 		k := int(n.item)
@@ -204,7 +209,9 @@ func (r *Root) readDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEnt
 		r.ctr.Listed.Add(1)
 		// "." and "..", and entries past the kernel inode budget, go by
 		// name only (node id 0).
-		if i < 2 || r.opts.KernelInodes < 0 || r.kernelInodes.Load() >= r.opts.KernelInodes {
+		// A tar view's size needs its shard's index: listing the shards
+		// must not build them all.
+		if i < 2 || c.kind == kindTar || r.opts.KernelInodes < 0 || r.kernelInodes.Load() >= r.opts.KernelInodes {
 			continue
 		}
 		var timeout = r.opts.Immutable
@@ -228,7 +235,7 @@ func kindMode(kind int) uint32 {
 	switch kind {
 	case kindLatest, kindAt:
 		return syscall.S_IFLNK
-	case kindStats, kindCommit, kindSchema, kindSampleList, kindSample, kindExtents:
+	case kindStats, kindCommit, kindSchema, kindSampleList, kindSample, kindExtents, kindTar:
 		return syscall.S_IFREG
 	}
 	return syscall.S_IFDIR

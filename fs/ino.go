@@ -34,6 +34,7 @@ const (
 	kindSample            // a sample file (item: number in the version)
 	kindAt                // at/<time> -> ../version/N
 	kindExtents           // version/N/shard/K/_extents.tsv (item K)
+	kindTar               // version/N/shard/K.tar (item K)
 	numKinds
 )
 

@@ -3,6 +3,7 @@ package fs
 import (
 	"context"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -126,6 +127,12 @@ func (r *Root) attr(ctx context.Context, n node, a *fuse.Attr) (time.Duration, s
 			return 0, errno
 		}
 		fileAttr(a, sh.Size(pos), mtime)
+	case kindTar:
+		sh, errno := r.shard(ctx, n.version, int(n.item))
+		if errno != 0 {
+			return 0, errno
+		}
+		fileAttr(a, sh.Tar().Size(), mtime)
 	default:
 		return 0, syscall.ENOENT
 	}
@@ -185,8 +192,12 @@ func (r *Root) child(ctx context.Context, n node, name string) (node, syscall.Er
 			return node{kind: kindSchema, version: n.version}, 0
 		}
 	case kindShards:
-		if k, ok := parseIndex(name); ok && k < int64(r.opts.Samples.Shards()) {
-			return node{kind: kindShard, version: n.version, item: k}, 0
+		kind, index := kindShard, name
+		if stem, ok := strings.CutSuffix(name, sample.TarExt); ok {
+			kind, index = kindTar, stem
+		}
+		if k, ok := parseIndex(index); ok && k < int64(r.opts.Samples.Shards()) {
+			return node{kind: kind, version: n.version, item: k}, 0
 		}
 	case kindShard:
 		k := int(n.item)

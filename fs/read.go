@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/deltafs/deltafs/sample"
 )
 
 // Read implements fuse.RawFileSystem: a sample's bytes come from the sample
@@ -48,6 +50,18 @@ func (r *Root) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.R
 			return nil, status(errno)
 		}
 		got := sh.ListAt(dest, off)
+		return fuse.ReadResultData(dest[:got]), fuse.OK
+	case kindTar:
+		sh, errno := r.shard(ctx, n.version, int(n.item))
+		if errno != 0 {
+			return nil, status(errno)
+		}
+		start := time.Now()
+		got, err := sh.Tar().ReadAt(ctx, dest, off)
+		r.readLatency.Observe(time.Since(start))
+		if err != nil {
+			return nil, status(errnoFor(ctx, r.log, "read", shardPath(n.version, int(n.item))+sample.TarExt, err))
+		}
 		return fuse.ReadResultData(dest[:got]), fuse.OK
 	case kindStats:
 		return fuse.ReadResultData(r.stats.read(dest, off)), fuse.OK

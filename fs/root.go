@@ -143,7 +143,9 @@ func (r *Root) MountOptions(fsName string, allowOther, debug bool) *fuse.MountOp
 		DisableSplice: true,
 		MaxBackground: 64,
 		MaxWrite:      1 << 20,
-		AllowOther:    allowOther,
+		// A sequential reader of a tar view gets 1 MiB reads ahead.
+		MaxReadAhead: 1 << 20,
+		AllowOther:   allowOther,
 		// The kernel caches link targets; latest's is invalidated
 		// (InodeNotify) when it moves, at/ links never change.
 		EnableSymlinkCaching: true,

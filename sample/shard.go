@@ -46,6 +46,8 @@ type Shard struct {
 
 	listOffs []int64 // byte offset of every listBlock-th line
 	listSize int64
+
+	tar tarView // the shard as one tar archive, laid out on first use
 }
 
 // segment is the part of one data file inside a shard: n of its live rows
