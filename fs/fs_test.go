@@ -86,7 +86,7 @@ func TestTree(t *testing.T) {
 	if schema, err := os.ReadFile(filepath.Join(v0, "_schema.json")); err != nil || !strings.Contains(string(schema), `"pixels"`) {
 		t.Fatalf("_schema.json: %s %v", schema, err)
 	}
-	if got := testkit.DirNames(t, filepath.Join(v0, "shard")); fmt.Sprint(got) != "[0 1]" {
+	if got := testkit.DirNames(t, filepath.Join(v0, "shard")); fmt.Sprint(got) != "[0 0.tar 1 1.tar]" {
 		t.Fatalf("shard/: %v", got)
 	}
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // tarMembers maps the members of an extracted tar view (GNU tar -xf into
@@ -71,7 +72,7 @@ with tarfile.open(sys.argv[1], mode="r|") as tf:
 // is its length. Bytes, JSON rows, and images in class folders, two shards.
 func TestMountTarView(t *testing.T) {
 	bin := mounttest.Binary(t)
-	digits := readMNIST(t)[:300]
+	digits := testkit.MNIST(t, testkit.MNISTTest)[:300]
 	tbl := newDeltaTable(t, filepath.Join(t.TempDir(), "t"))
 	tbl.commit(time.UnixMilli(1_700_000_000_000), digitSchema, chunk(digits, 100))
 	for _, mode := range []struct {
@@ -169,7 +170,7 @@ func TestMountTarView(t *testing.T) {
 // the other shards read whole.
 func TestMountTarViewFailsClosed(t *testing.T) {
 	bin := mounttest.Binary(t)
-	digits := readMNIST(t)[:300]
+	digits := testkit.MNIST(t, testkit.MNISTTest)[:300]
 	for _, dmg := range dataFileDamages {
 		if dmg.name == "count" {
 			continue // a log claim: covered by the shard tests, same index path
