@@ -23,6 +23,8 @@ import (
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+
+	dfs "github.com/deltafs/deltafs/fs"
 )
 
 var (
@@ -70,33 +72,16 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
-// Unmount unmounts dir: fusermount3 -u, then lazily (-z), then umount(8)
+// Unmount unmounts dir, whatever is mounted there (fs.Unmount), then
 // lazily. Errors are ignored: the point is to leave nothing mounted.
 func Unmount(dir string) {
-	if exec.Command("fusermount3", "-u", dir).Run() == nil {
-		return
+	if dfs.Unmount(dir, false) != nil {
+		_ = dfs.Unmount(dir, true)
 	}
-	if exec.Command("fusermount3", "-u", "-z", dir).Run() == nil {
-		return
-	}
-	_ = exec.Command("umount", "-l", dir).Run()
 }
 
-// Mounted reports whether dir is a mount point.
-func Mounted(dir string) bool {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	abs, _ := filepath.Abs(dir)
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && f[4] == abs {
-			return true
-		}
-	}
-	return false
-}
+// Mounted reports whether dir is a mount point (fs.Mounted).
+func Mounted(dir string) bool { return dfs.Mounted(dir) }
 
 // Mount is a running `deltafs mount`.
 type Mount struct {
@@ -245,19 +230,7 @@ func InProcess(t testing.TB, root gofs.InodeEmbedder, opts *gofs.Options) string
 	if err != nil {
 		t.Fatalf("mount %s: %v", dir, err)
 	}
-	t.Cleanup(func() {
-		done := make(chan error, 1)
-		go func() { done <- srv.Unmount() }()
-		select {
-		case err := <-done:
-			if err == nil {
-				srv.Wait()
-				return
-			}
-		case <-time.After(10 * time.Second):
-		}
-		Unmount(dir)
-	})
+	t.Cleanup(func() { stopServer(srv, dir) })
 	return dir
 }
 
@@ -278,18 +251,22 @@ func InProcessRaw(t testing.TB, fsys fuse.RawFileSystem, opts *fuse.MountOptions
 	if err := srv.WaitMount(); err != nil {
 		t.Fatalf("mount %s: %v", dir, err)
 	}
-	t.Cleanup(func() {
-		done := make(chan error, 1)
-		go func() { done <- srv.Unmount() }()
-		select {
-		case err := <-done:
-			if err == nil {
-				srv.Wait()
-				return
-			}
-		case <-time.After(10 * time.Second):
-		}
-		Unmount(dir)
-	})
+	t.Cleanup(func() { stopServer(srv, dir) })
 	return dir
+}
+
+// stopServer unmounts an in-process mount through its server, and when
+// that fails or takes more than 10 s (a request stuck), with Unmount.
+func stopServer(srv *fuse.Server, dir string) {
+	done := make(chan error, 1)
+	go func() { done <- srv.Unmount() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			srv.Wait()
+			return
+		}
+	case <-time.After(10 * time.Second):
+	}
+	Unmount(dir)
 }
