@@ -221,34 +221,34 @@ func Run(bin string, args ...string) (string, error) {
 // unmounts it in t.Cleanup.
 func InProcess(t testing.TB, root gofs.InodeEmbedder, opts *gofs.Options) string {
 	t.Helper()
-	RequireFUSE(t)
-	dir := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := gofs.Mount(dir, root, opts)
-	if err != nil {
-		t.Fatalf("mount %s: %v", dir, err)
-	}
-	t.Cleanup(func() { stopServer(srv, dir) })
-	return dir
+	return inProcess(t, func(dir string) (*fuse.Server, error) { return gofs.Mount(dir, root, opts) })
 }
 
 // InProcessRaw mounts a go-fuse raw filesystem at a fresh directory in this
 // process and unmounts it in t.Cleanup.
 func InProcessRaw(t testing.TB, fsys fuse.RawFileSystem, opts *fuse.MountOptions) string {
 	t.Helper()
+	return inProcess(t, func(dir string) (*fuse.Server, error) {
+		srv, err := fuse.NewServer(fsys, dir, opts)
+		if err != nil {
+			return nil, err
+		}
+		go srv.Serve()
+		return srv, srv.WaitMount()
+	})
+}
+
+// inProcess mounts with mount at a fresh directory and unmounts in
+// t.Cleanup.
+func inProcess(t testing.TB, mount func(dir string) (*fuse.Server, error)) string {
+	t.Helper()
 	RequireFUSE(t)
 	dir := filepath.Join(t.TempDir(), "mnt")
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := fuse.NewServer(fsys, dir, opts)
+	srv, err := mount(dir)
 	if err != nil {
-		t.Fatalf("mount %s: %v", dir, err)
-	}
-	go srv.Serve()
-	if err := srv.WaitMount(); err != nil {
 		t.Fatalf("mount %s: %v", dir, err)
 	}
 	t.Cleanup(func() { stopServer(srv, dir) })
