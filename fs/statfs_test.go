@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
 	dfs "github.com/deltafs/deltafs/fs"
@@ -33,30 +34,12 @@ func mountDeltafs(t *testing.T, tbl *memtable.Table, spec sample.Spec, refresh t
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := filepath.Join(t.TempDir(), "mnt")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := dfs.Mount(dir, root, root.MountOptions("memtable", false, false))
-	if err != nil {
-		t.Fatalf("mount: %v", err)
-	}
+	dir := mounttest.InProcessWith(t, func(dir string) (*fuse.Server, error) {
+		return dfs.Mount(dir, root, root.MountOptions("memtable", false, false))
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	go root.Run(ctx)
-	t.Cleanup(func() {
-		cancel()
-		done := make(chan error, 1)
-		go func() { done <- srv.Unmount() }()
-		select {
-		case err := <-done:
-			if err == nil {
-				srv.Wait()
-				return
-			}
-		case <-time.After(10 * time.Second):
-		}
-		mounttest.Unmount(dir)
-	})
+	t.Cleanup(cancel) // before the unmount
 	return dir, root
 }
 

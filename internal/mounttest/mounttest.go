@@ -221,14 +221,14 @@ func Run(bin string, args ...string) (string, error) {
 // unmounts it in t.Cleanup.
 func InProcess(t testing.TB, root gofs.InodeEmbedder, opts *gofs.Options) string {
 	t.Helper()
-	return inProcess(t, func(dir string) (*fuse.Server, error) { return gofs.Mount(dir, root, opts) })
+	return InProcessWith(t, func(dir string) (*fuse.Server, error) { return gofs.Mount(dir, root, opts) })
 }
 
 // InProcessRaw mounts a go-fuse raw filesystem at a fresh directory in this
 // process and unmounts it in t.Cleanup.
 func InProcessRaw(t testing.TB, fsys fuse.RawFileSystem, opts *fuse.MountOptions) string {
 	t.Helper()
-	return inProcess(t, func(dir string) (*fuse.Server, error) {
+	return InProcessWith(t, func(dir string) (*fuse.Server, error) {
 		srv, err := fuse.NewServer(fsys, dir, opts)
 		if err != nil {
 			return nil, err
@@ -238,9 +238,10 @@ func InProcessRaw(t testing.TB, fsys fuse.RawFileSystem, opts *fuse.MountOptions
 	})
 }
 
-// inProcess mounts with mount at a fresh directory and unmounts in
+// InProcessWith mounts with mount (a go-fuse server serving in this
+// process, mounted at dir) at a fresh directory and unmounts it in
 // t.Cleanup.
-func inProcess(t testing.TB, mount func(dir string) (*fuse.Server, error)) string {
+func InProcessWith(t testing.TB, mount func(dir string) (*fuse.Server, error)) string {
 	t.Helper()
 	RequireFUSE(t)
 	dir := filepath.Join(t.TempDir(), "mnt")
