@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 
 	dfs "github.com/deltafs/deltafs/fs"
@@ -33,15 +34,13 @@ func mountDeltafs(t *testing.T, tbl *memtable.Table, spec sample.Spec, refresh t
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := mounttest.Mountpoint(t)
-	srv, err := dfs.Mount(dir, root, root.MountOptions("memtable", false, false))
-	if err != nil {
-		t.Fatalf("mount: %v", err)
-	}
-	mounttest.UnmountOnCleanup(t, dir, srv)
+	dir := mounttest.InProcessWith(t, func(dir string) (*fuse.Server, error) {
+		return dfs.Mount(dir, root, root.MountOptions("memtable", false, false))
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel) // before the unmount (cleanups run last first)
 	go root.Run(ctx)
+	t.Cleanup(cancel) // before the unmount
 	return dir, root
 }
 

@@ -47,11 +47,9 @@ type PageFetcher struct {
 	files   *lru.Cache[string, *openFile] // guarded by mu; opened files by key and identity, cost 1
 	opening flight.Group[string, *openFile]
 
-	bytesRead atomic.Int64
-	reads     atomic.Int64
-	opens     atomic.Int64
-	pages     atomic.Int64
-	ahead     atomic.Int64
+	opens atomic.Int64
+	pages atomic.Int64
+	ahead atomic.Int64
 }
 
 // PageFetcherOptions configure a PageFetcher.
@@ -92,18 +90,18 @@ func NewPageFetcher(st storage.Storage, opts PageFetcherOptions) *PageFetcher {
 	return p
 }
 
-// FetchStats are the fetcher's counters.
+// FetchStats are the fetcher's counters. The bytes and reads reaching
+// storage are not among them: the storage counts those, once, whoever
+// reads (see package table).
 type FetchStats struct {
-	BytesRead    int64 `json:"data_bytes_read"` // bytes read from data files
-	Reads        int64 `json:"data_reads"`      // ranged reads of data files
-	FilesOpened  int64 `json:"files_opened"`    // footers read
-	PagesDecoded int64 `json:"pages_decoded"`   // pages read and decoded (cache misses)
-	ReadAhead    int64 `json:"read_ahead"`      // pages handed to the cache's read-ahead
+	FilesOpened  int64 `json:"files_opened"`  // footers read
+	PagesDecoded int64 `json:"pages_decoded"` // pages read and decoded (cache misses)
+	ReadAhead    int64 `json:"read_ahead"`    // pages handed to the cache's read-ahead
 }
 
 // Stats returns the counters.
 func (p *PageFetcher) Stats() FetchStats {
-	return FetchStats{BytesRead: p.bytesRead.Load(), Reads: p.reads.Load(), FilesOpened: p.opens.Load(), PagesDecoded: p.pages.Load(), ReadAhead: p.ahead.Load()}
+	return FetchStats{FilesOpened: p.opens.Load(), PagesDecoded: p.pages.Load(), ReadAhead: p.ahead.Load()}
 }
 
 type openFile struct {
@@ -140,19 +138,6 @@ func (of *openFile) dropBatch(column, unit string) {
 	of.mu.Lock()
 	defer of.mu.Unlock()
 	delete(of.batches, column+"\x00"+unit)
-}
-
-// countingReader counts the bytes and calls that reach storage.
-type countingReader struct {
-	p   *PageFetcher
-	key string
-}
-
-func (c countingReader) ReadAt(b []byte, off int64) (int, error) {
-	n, err := c.p.st.ReadAt(context.Background(), c.key, b, off)
-	c.p.reads.Add(1)
-	c.p.bytesRead.Add(int64(n))
-	return n, err
 }
 
 // open returns ref's open file, opening it (once for concurrent callers,
@@ -210,10 +195,11 @@ func (p *PageFetcher) openParquet(ctx context.Context, ref FileRef, size int64) 
 	defer recoverParquet(&err)
 	sized := ref
 	sized.Size = size
-	raw := countingReader{p, ref.Key}
-	blob, err := p.cache.Get(ctx, tailKey(sized), func(context.Context) ([]byte, error) {
+	blob, err := p.cache.Get(ctx, tailKey(sized), func(ctx context.Context) ([]byte, error) {
 		p.opens.Add(1)
-		return readTail(raw, size)
+		// The fill's context: cancelled when every reader waiting for
+		// the tail has given up (an interrupted FUSE request).
+		return readTail(storage.ReaderAt(ctx, p.st, ref.Key), size)
 	})
 	if err != nil {
 		return nil, nil, err
@@ -476,16 +462,12 @@ func (b *pageBatch) get(ctx context.Context, j int) ([]byte, error) {
 		b.mu.Unlock()
 		sort.Ints(pages)
 		rs := make([]storage.Range, len(pages))
-		var n int64
 		for i, k := range pages {
 			rs[i] = b.ranges[k]
-			n += rs[i].Len
 		}
 		bufs, err := storage.ReadRanges(ctx, b.p.st, b.key, rs)
-		b.p.reads.Add(1)
 		b.bufs = map[int][]byte{}
 		if err == nil {
-			b.p.bytesRead.Add(n)
 			for i, k := range pages {
 				b.bufs[k] = bufs[i]
 			}
@@ -509,7 +491,7 @@ func (b *pageBatch) get(ctx context.Context, j int) ([]byte, error) {
 	// Not in the batch, or the batch's reader gave up (its context, not
 	// ours): read the page alone.
 	r := b.ranges[j]
-	return readExact(countingReader{b.p, b.key}, r.Off, r.Len)
+	return readExact(storage.ReaderAt(ctx, b.p.st, b.key), r.Off, r.Len)
 }
 
 // chunkAt is a column chunk of an open file: row group rg, leaf column
@@ -534,7 +516,7 @@ func (p *PageFetcher) readPages(ctx context.Context, of *openFile, ref FileRef, 
 	if !ok {
 		return nil, fmt.Errorf("column %s: not a file column chunk", of.pq.Column(ch.col))
 	}
-	raw0 := countingReader{p, ref.Key}
+	raw0 := storage.ReaderAt(ctx, p.st, ref.Key) // ctx: the fill's, see openParquet
 	var staged *pqcheck.Staged
 	onePage := pageLen > 0
 	if onePage {

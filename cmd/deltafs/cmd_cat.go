@@ -68,10 +68,12 @@ func runCat(cmd *cobra.Command, location string, o *catOptions) error {
 		return usageError{err}
 	}
 
-	tbl, err := openTable(ctx, location)
+	t, err := openTable(ctx, location)
 	if err != nil {
 		return err
 	}
+	defer t.Close()
+	tbl := t.Log
 	version, err := o.resolve(ctx, tbl)
 	if err != nil {
 		return err

@@ -50,7 +50,8 @@ func TestImportCommandMNIST(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := tbl.Snapshot(context.Background(), -1)
+	defer tbl.Close()
+	s, err := tbl.Log.Snapshot(context.Background(), -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,14 +146,15 @@ func TestImportTwoProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := tbl.Snapshot(ctx, -1)
+	defer tbl.Close()
+	s, err := tbl.Log.Snapshot(ctx, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Version != procs*appends-1 || s.NumRows() != procs*appends*rows || len(s.Files) != procs*appends*2 {
 		t.Fatalf("latest version %d, %d rows, %d files", s.Version, s.NumRows(), len(s.Files))
 	}
-	versions, err := tbl.Versions(ctx)
+	versions, err := tbl.Log.Versions(ctx)
 	if err != nil || len(versions) != procs*appends {
 		t.Fatalf("versions %v %v", versions, err)
 	}
@@ -234,7 +236,8 @@ func TestImportCommandS3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := tbl.Snapshot(context.Background(), -1)
+	defer tbl.Close()
+	s, err := tbl.Log.Snapshot(context.Background(), -1)
 	if err != nil || s.NumRows() != 20000 {
 		t.Fatalf("snapshot: %v %v", s, err)
 	}

@@ -75,10 +75,12 @@ func runLog(ctx context.Context, w io.Writer, location string, o logOptions) err
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	tbl, err := openTable(ctx, location)
+	t, err := openTable(ctx, location)
 	if err != nil {
 		return err
 	}
+	defer t.Close()
+	tbl := t.Log
 	rows := scan.FooterRows(tbl.Storage())
 	if o.JSON {
 		enc := json.NewEncoder(w)

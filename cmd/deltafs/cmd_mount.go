@@ -12,12 +12,11 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/deltafs/deltafs/cache"
 	"github.com/deltafs/deltafs/extents"
 	"github.com/deltafs/deltafs/extents/materialize"
 	dfs "github.com/deltafs/deltafs/fs"
-	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/storage/s3store"
+	"github.com/deltafs/deltafs/table"
 )
 
 func init() { rootCmd.AddCommand(newMountCmd()) }
@@ -94,9 +93,6 @@ storage were abandoned (one line on stderr; nothing is left mounted), 2 on bad u
 	return c
 }
 
-// newRows returns the row decoder (package scan) for a table.
-var newRows = sample.ScanRows
-
 func runMount(ctx context.Context, o *mountOptions, location, mnt string) error {
 	if o.Refresh <= 0 {
 		return usageError{errors.New("--refresh must be positive")}
@@ -122,23 +118,21 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 			stk.Close() // stopMount closes it, within its bound
 		}
 	}()
-	st, counted, fetcher, pages, samples := stk.st, stk.counted, stk.fetcher, stk.pages, stk.samples
-	versions, latest, describe := stk.versions, stk.latest, stk.describe
 	var root *dfs.Root
 	rootOpts := dfs.Options{
-		Samples: samples, Refresh: o.Refresh, Immutable: o.Immutable, KernelInodes: kernelInodes(o.KernelInodes),
-		Stats: func() any { return mountStats(root, counted, fetcher, pages) },
+		Samples: stk.Samples, Refresh: o.Refresh, Immutable: o.Immutable, KernelInodes: kernelInodes(o.KernelInodes),
+		Stats: func() any { return mountStats(root, stk.Table) },
 	}
-	if pages.Dir() != "" {
+	if stk.Cache.Dir() != "" {
 		// Every shard gets _extents.tsv; --xattrs adds the per-file xattr.
-		if rootOpts.Extents, err = materialize.New(pages, st.Location(), nil); err != nil {
+		if rootOpts.Extents, err = materialize.New(stk.Cache, stk.Store.Location(), nil); err != nil {
 			return err
 		}
 		rootOpts.Xattrs = o.Xattrs
 	}
 	root, err = dfs.NewRoot(ctx, rootOpts)
 	if err != nil {
-		return withLocation(location, err)
+		return table.WithLocation(location, err)
 	}
 	if o.MetricsAddr != "" {
 		stop, bound, err := serveMetrics(o.MetricsAddr, metricsRegistry(stk, root))
@@ -148,13 +142,13 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 		defer stop()
 		slog.Info("serving metrics", "url", "http://"+bound+"/metrics")
 	}
-	server, err := dfs.Mount(mnt, root, root.MountOptions(st.Location(), o.AllowOther, o.Debug))
+	server, err := dfs.Mount(mnt, root, root.MountOptions(stk.Store.Location(), o.AllowOther, o.Debug))
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mnt, err)
 	}
 	mounted = true
-	slog.Info("mounted", "table", location, "mountpoint", mnt, "versions", len(versions), "latest", latest.Version,
-		"spec", describe, "cache", stk.cacheDir, "refresh", o.Refresh)
+	slog.Info("mounted", "table", location, "mountpoint", mnt, "versions", len(stk.Versions), "latest", stk.Latest.Version,
+		"spec", stk.Describe, "cache", stk.cacheDir, "refresh", o.Refresh)
 
 	if o.MemProfile != "" {
 		defer func() {
@@ -235,7 +229,7 @@ const (
 func stopMount(mnt string, stk *stack, served <-chan struct{}, sig string) error {
 	deadline := time.Now().Add(mountStopBudget)
 	slog.Info("unmounting", "mountpoint", mnt, "signal", sig)
-	_ = stk.closeStorage()
+	_ = stk.CloseStorage()
 	busyUntil := time.Now().Add(unmountBudget)
 	for attempt := 0; dfs.Mounted(mnt); attempt++ {
 		err := runUnmount(mnt, false)
@@ -297,22 +291,26 @@ func kernelInodes(n int64) int64 {
 	return n
 }
 
-// mountStats is MOUNT/.deltafs/stats.
-func mountStats(root *dfs.Root, st *countingStorage, f *sample.PageFetcher, c *cache.Cache) any {
+// mountStats is MOUNT/.deltafs/stats. Bytes and reads are counted once,
+// by the table's storage; data_bytes_read and data_reads, the names the
+// page fetcher's own count had, are kept and give the same data-file
+// figures.
+func mountStats(root *dfs.Root, t *table.Table) any {
 	out := root.DefaultStats()
-	fs := f.Stats()
+	fs := t.Fetcher.Stats()
+	n := t.Counts()
 	out["storage"] = map[string]any{
-		"bytes_read":           st.bytes.Load(),
-		"reads":                st.reads.Load(),
-		"data_file_bytes_read": st.dataBytes.Load(),
-		"data_file_reads":      st.dataReads.Load(),
-		"data_bytes_read":      fs.BytesRead,
-		"data_reads":           fs.Reads,
+		"bytes_read":           n.Bytes,
+		"reads":                n.Reads,
+		"data_file_bytes_read": n.DataFileBytes,
+		"data_file_reads":      n.DataFileReads,
+		"data_bytes_read":      n.DataFileBytes,
+		"data_reads":           n.DataFileReads,
 		"files_opened":         fs.FilesOpened,
 		"pages_decoded":        fs.PagesDecoded,
 	}
-	out["cache"] = c.Stats()
-	if s3, ok := st.Storage.(interface{ Stats() s3store.Stats }); ok {
+	out["cache"] = t.Cache.Stats()
+	if s3, ok := t.Store.(interface{ Stats() s3store.Stats }); ok {
 		out["s3"] = s3.Stats() // requests by kind, retries, bytes fetched
 	}
 	return out

@@ -1,12 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -35,7 +30,7 @@ Exit status: 0 when MOUNTPOINT is no longer mounted, 1 on any error, 2 on bad us
 }
 
 func runUnmount(dir string, lazy bool) error {
-	// Refuse anything but a deltafs mount: as root, umount(2) below would
+	// Refuse anything but a deltafs mount: as root, dfs.Unmount's umount(2) would
 	// unmount whatever is there. Found in mountinfo, not by a stat, so
 	// that a stale mount (ENOTCONN) still qualifies.
 	m, ok, err := dfs.FindMount(dir)
@@ -47,38 +42,5 @@ func runUnmount(dir string, lazy bool) error {
 	case m.FSType != dfs.FSType:
 		return fmt.Errorf("unmount %s: not a deltafs mount (%s from %s); refusing to unmount it", dir, m.FSType, m.Source)
 	}
-	args := []string{"-u"}
-	if lazy {
-		args = append(args, "-z")
-	}
-	args = append(args, dir)
-	out, ferr := exec.Command("fusermount3", args...).CombinedOutput()
-	if ferr == nil {
-		return nil
-	}
-	msg := strings.TrimSpace(string(out))
-	if os.Geteuid() == 0 {
-		flags := 0
-		if lazy {
-			flags = syscall.MNT_DETACH
-		}
-		err := syscall.Unmount(dir, flags)
-		if err == nil {
-			return nil
-		}
-		switch {
-		case errors.Is(err, syscall.EBUSY):
-			return fmt.Errorf("unmount %s: busy (files open under it); close them or use --lazy", dir)
-		case errors.Is(err, syscall.EINVAL):
-			return fmt.Errorf("unmount %s: not mounted", dir)
-		}
-		return fmt.Errorf("unmount %s: %v (fusermount3: %s)", dir, err, msg)
-	}
-	if msg == "" {
-		msg = ferr.Error()
-	}
-	if strings.Contains(msg, "busy") && !lazy {
-		msg += "; close the files open under it or use --lazy"
-	}
-	return fmt.Errorf("unmount %s: %s", dir, msg)
+	return dfs.Unmount(dir, lazy)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/deltafs/deltafs/cache"
 	"github.com/deltafs/deltafs/sample"
+	"github.com/deltafs/deltafs/table"
 )
 
 func init() { rootCmd.AddCommand(newWarmCmd()) }
@@ -94,25 +95,25 @@ func runWarm(cmd *cobra.Command, location string, o *warmOptions) error {
 		return err
 	}
 	defer stk.Close()
-	version, err := o.resolve(ctx, stk.table)
+	version, err := o.resolve(ctx, stk.Log)
 	if err != nil {
-		return withLocation(location, err)
+		return table.WithLocation(location, err)
 	}
 	// The snapshot first: its error names the table and version once.
-	snap, err := stk.table.Snapshot(ctx, version)
+	snap, err := stk.Log.Snapshot(ctx, version)
 	if err != nil {
-		return withLocation(location, err)
+		return table.WithLocation(location, err)
 	}
-	if snap.Version != stk.latest.Version {
-		if err := checkImageShape(ctx, location, &o.specFlags, stk.fetcher, snap); err != nil {
+	if snap.Version != stk.Latest.Version {
+		if err := checkImageShape(ctx, location, &o.specFlags, stk.Fetcher, snap); err != nil {
 			return err
 		}
 	}
 	// From here on, every cache entry read is one the mount will read.
 	stk.ledger.start()
-	ver, err := stk.samples.Version(ctx, version)
+	ver, err := stk.Samples.Version(ctx, version)
 	if err != nil {
-		return withLocation(location, err)
+		return table.WithLocation(location, err)
 	}
 	shards := []int{o.shard}
 	what := fmt.Sprintf("%s version %d shard %d", location, version, o.shard)
@@ -190,13 +191,13 @@ func runWarm(cmd *cobra.Command, location string, o *warmOptions) error {
 	// Count what the disk cache kept: a mount reads from the data files
 	// whatever is missing.
 	entries, need := stk.ledger.needed()
-	kept, keptBytes := stk.ledger.kept(stk.pages)
+	kept, keptBytes := stk.ledger.kept(stk.Cache)
 	if kept < entries {
 		return notKept(what, stk, entries, need, kept, keptBytes)
 	}
-	fs := stk.fetcher.Stats()
+	fs := stk.Fetcher.Stats()
 	slog.Info("warmed", "samples", total, "bytes", humanize.IBytes(uint64(totalBytes)), "took", time.Since(start).Round(time.Millisecond),
-		"read_from_storage", humanize.IBytes(uint64(stk.counted.dataBytes.Load())), "pages", fs.PagesDecoded,
+		"read_from_storage", humanize.IBytes(uint64(stk.Counts().DataFileBytes)), "pages", fs.PagesDecoded,
 		"cache_entries", entries, "cache_bytes", humanize.IBytes(uint64(need)), "cache_budget", humanize.IBytes(uint64(stk.budget)))
 	return nil
 }
@@ -221,11 +222,11 @@ func tooBig(what string, stk *stack, done, total int64) error {
 // notKept is the error of a pass that fits the budget but whose entries
 // are not all on disk afterwards, with the likely cause.
 func notKept(what string, stk *stack, entries int, need int64, kept int, keptBytes int64) error {
-	st := stk.pages.Stats()
+	st := stk.Cache.Stats()
 	// The cache makes room below its free-space floor by evicting, the
 	// pass's own entries too: look at the disk rather than at the counters.
 	var fs syscall.Statfs_t
-	tooFull := syscall.Statfs(stk.pages.Dir(), &fs) == nil &&
+	tooFull := syscall.Statfs(stk.Cache.Dir(), &fs) == nil &&
 		float64(fs.Bavail)*float64(fs.Bsize) < cache.DefaultMinFreeFraction*float64(fs.Blocks)*float64(fs.Bsize)+float64(need-keptBytes)
 	var why string
 	switch {

@@ -7,6 +7,7 @@ import (
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
+	"github.com/deltafs/deltafs/table"
 )
 
 // fileErrorLine formats an error about one data file as the one line
@@ -14,12 +15,12 @@ import (
 // and file as they wrap (the sample layer's FileError around the scan
 // layer's, ...), which printed as it is repeats them; here they are named
 // once, from the innermost wrapper, before the cause. An error that is not
-// about a data file gets the table's location (withLocation), and one from
+// about a data file gets the table's location (table.WithLocation), and one from
 // the log side (*snapshot.Error) already names table, version and file.
 func fileErrorLine(location string, err error) error {
 	var se *snapshot.Error
 	if errors.As(err, &se) {
-		return withLocation(location, se)
+		return table.WithLocation(location, se)
 	}
 	version, path, row := int64(-1), "", int64(-1)
 	var cause error
@@ -34,7 +35,7 @@ func fileErrorLine(location string, err error) error {
 		}
 	}
 	if path == "" {
-		return withLocation(location, err)
+		return table.WithLocation(location, err)
 	}
 	if row >= 0 {
 		return fmt.Errorf("%s version %d: %s: row %d: %w", location, version, path, row, cause)

@@ -16,9 +16,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/s3store"
+	"github.com/deltafs/deltafs/table"
 )
 
 // global holds the flags every command shares.
@@ -90,13 +90,10 @@ func positional(names ...string) cobra.PositionalArgs {
 	}
 }
 
-// openTable opens the Delta table at a location (path or URL).
-func openTable(ctx context.Context, location string) (*snapshot.Table, error) {
-	st, err := storage.Open(ctx, location, global.storage)
-	if err != nil {
-		return nil, err
-	}
-	return snapshot.Open(ctx, st)
+// openTable opens the Delta table at a location (path or URL) with the
+// global storage flags, as far as its log (cat, log); the caller closes it.
+func openTable(ctx context.Context, location string) (*table.Table, error) {
+	return table.Open(ctx, table.Options{Location: location, Storage: global.storage})
 }
 
 func main() {

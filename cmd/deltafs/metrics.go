@@ -21,20 +21,20 @@ import (
 func metricsRegistry(stk *stack, root *dfs.Root) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(stk.pages.Collectors()...)
+	reg.MustRegister(stk.Cache.Collectors()...)
 	counter := func(name, help string, f func() float64) {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, f))
 	}
-	c := stk.counted
-	counter("deltafs_storage_read_bytes_total", "Bytes read from the table's storage (log and data files).", func() float64 { return float64(c.bytes.Load()) })
-	counter("deltafs_storage_reads_total", "Ranged reads of the table's storage.", func() float64 { return float64(c.reads.Load()) })
-	counter("deltafs_storage_data_file_read_bytes_total", "Bytes read from data files (everything outside _delta_log/).", func() float64 { return float64(c.dataBytes.Load()) })
-	counter("deltafs_storage_data_file_reads_total", "Ranged reads of data files.", func() float64 { return float64(c.dataReads.Load()) })
-	f := stk.fetcher
+	t := stk.Table
+	counter("deltafs_storage_read_bytes_total", "Bytes read from the table's storage (log and data files).", func() float64 { return float64(t.Counts().Bytes) })
+	counter("deltafs_storage_reads_total", "Ranged reads of the table's storage.", func() float64 { return float64(t.Counts().Reads) })
+	counter("deltafs_storage_data_file_read_bytes_total", "Bytes read from data files (everything outside _delta_log/).", func() float64 { return float64(t.Counts().DataFileBytes) })
+	counter("deltafs_storage_data_file_reads_total", "Ranged reads of data files.", func() float64 { return float64(t.Counts().DataFileReads) })
+	f := stk.Fetcher
 	counter("deltafs_fetch_files_opened_total", "Data file tails (footer and page index) read from storage.", func() float64 { return float64(f.Stats().FilesOpened) })
 	counter("deltafs_fetch_pages_decoded_total", "Parquet pages read and decoded (cache misses).", func() float64 { return float64(f.Stats().PagesDecoded) })
 	counter("deltafs_fetch_read_ahead_total", "Pages handed to the cache's read-ahead.", func() float64 { return float64(f.Stats().ReadAhead) })
-	sc := stk.samples.Counters()
+	sc := stk.Samples.Counters()
 	counter("deltafs_sample_reads_total", "Sample file reads served.", func() float64 { return float64(sc.Reads.Load()) })
 	counter("deltafs_sample_read_errors_total", "Sample file reads that failed.", func() float64 { return float64(sc.ReadErrors.Load()) })
 	counter("deltafs_index_files_built_total", "Data files whose sample index was built (scanned).", func() float64 { return float64(sc.FilesIndexed.Load()) })

@@ -4,19 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"runtime/debug"
-	"strings"
-	"sync/atomic"
 
 	"github.com/dustin/go-humanize"
 	"github.com/spf13/pflag"
 
 	"github.com/deltafs/deltafs/cache"
 	"github.com/deltafs/deltafs/sample"
-	"github.com/deltafs/deltafs/snapshot"
-	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/table"
 )
 
 // specFlags are the sample-spec flags shared by mount and warm.
@@ -135,59 +129,32 @@ func (o *cacheFlags) dir() (string, error) {
 	return o.CacheDir, nil
 }
 
-// openCache opens the cache the flags describe; a directory that cannot be
-// used says which flag to give instead.
-func (o *cacheFlags) openCache(opts cache.Options) (*cache.Cache, error) {
-	c, err := cache.New(opts)
+// cacheError says which flag to give instead when the cache's directory
+// cannot be used; other errors are returned as they are.
+func (o *cacheFlags) cacheError(err error) error {
 	var de *cache.DirError
-	if errors.As(err, &de) {
-		if o.CacheDir == "" {
-			return nil, fmt.Errorf("the default disk cache directory cannot be used: %v; give a writable --cache-dir DIR, or --cache-dir none for no disk cache", err)
-		}
-		return nil, fmt.Errorf("--cache-dir %s: %v; give a writable directory, or --cache-dir none for no disk cache", o.CacheDir, err)
+	if !errors.As(err, &de) {
+		return err
 	}
-	return c, err
+	if o.CacheDir == "" {
+		return fmt.Errorf("the default disk cache directory cannot be used: %v; give a writable --cache-dir DIR, or --cache-dir none for no disk cache", err)
+	}
+	return fmt.Errorf("--cache-dir %s: %v; give a writable directory, or --cache-dir none for no disk cache", o.CacheDir, err)
 }
 
-// stack is what mount and warm read a table through: counted storage, the
-// table, the two-tier cache, the page fetcher and the sample layer.
+// stack is what mount and warm read a table through (package table), with
+// what the command line adds: the cache flags as given, and warm's ledger.
 type stack struct {
-	location string
-	st       storage.Storage
-	counted  *countingStorage
-	table    *snapshot.Table
-	versions []snapshot.VersionInfo
-	latest   *snapshot.Snapshot
-	describe string
-	cacheDir string
-	budget   int64 // the disk cache's byte budget (--cache-size)
-	pages    *cache.Cache
+	*table.Table
+	cacheDir string     // the disk cache directory (--cache-dir, resolved)
+	budget   int64      // the disk cache's byte budget (--cache-size)
 	ledger   warmLedger // what a warm pass read through the cache
-	fetcher  *sample.PageFetcher
-	samples  *sample.Samples
 }
 
-// Close releases the storage and the cache (its disk entries stay). The
-// storage goes first: cache fills still waiting on it then fail at once
-// instead of holding Close until their retries end.
-func (s *stack) Close() error {
-	err := s.closeStorage()
-	return errors.Join(err, s.pages.Close())
-}
-
-// closeStorage closes the storage when it is closable (the S3 store:
-// requests in flight fail at once, connections close); later reads fail.
-func (s *stack) closeStorage() error {
-	if c, ok := s.st.(io.Closer); ok {
-		return c.Close()
-	}
-	return nil
-}
-
-// openStack checks the flags and the table (it opens, lists, and its latest
-// version can be read and fits the spec, --image included: see
-// checkImageShape) and builds the read stack. Errors in
-// the flags are usageErrors.
+// openStack checks the flags, opens the table with them (package table:
+// it opens, lists, and its latest version can be read and fits the spec)
+// and checks --image against the data (checkImageShape). Errors in the
+// flags are usageErrors.
 func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFlags) (*stack, error) {
 	spec, err := sf.spec()
 	if err != nil {
@@ -200,138 +167,15 @@ func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFla
 	if cacheOpts.Dir, err = cf.dir(); err != nil {
 		return nil, err
 	}
-	if !strings.Contains(location, "://") {
-		if _, err := os.Stat(location); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("%s: no such table: the directory does not exist", location)
-		}
-	}
-	st, err := storage.Open(ctx, location, global.storage)
+	s := &stack{cacheDir: cacheOpts.Dir, budget: cacheOpts.DiskBytes}
+	s.Table, err = table.Open(ctx, table.Options{Location: location, Storage: global.storage, Spec: &spec, Cache: cacheOpts,
+		ReadAhead: cf.ReadAheadPages, OnCacheRead: s.ledger.add})
 	if err != nil {
-		return nil, err
+		return nil, cf.cacheError(err)
 	}
-	s := &stack{location: location, st: st, counted: &countingStorage{Storage: st}, cacheDir: cacheOpts.Dir, budget: cacheOpts.DiskBytes}
-	if s.table, err = snapshot.Open(ctx, s.counted); err != nil {
-		return nil, withLocation(location, err)
-	}
-	if s.versions, err = s.table.Versions(ctx); err != nil {
-		return nil, withLocation(location, err)
-	}
-	if len(s.versions) == 0 {
-		return nil, fmt.Errorf("%s: the table has no readable version", location)
-	}
-	if s.latest, err = s.table.Snapshot(ctx, s.versions[len(s.versions)-1].Version); err != nil {
-		return nil, withLocation(location, err)
-	}
-	if s.describe, err = spec.Describe(s.latest); err != nil {
-		return nil, fmt.Errorf("%s version %d: %w", location, s.latest.Version, err)
-	}
-	rows, err := newRows(s.table)
-	if err != nil {
-		return nil, err
-	}
-	if s.pages, err = cf.openCache(cacheOpts); err != nil {
-		return nil, err
-	}
-	blobs := cacheAdapter{c: s.pages, table: st.Location(), ledger: &s.ledger}
-	ra := cf.ReadAheadPages
-	if cacheOpts.PrefetchWorkers < 0 {
-		ra = 0
-	}
-	_, coalesce := st.(storage.RangeReader)
-	s.fetcher = sample.NewPageFetcher(s.counted, sample.PageFetcherOptions{Cache: blobs, ReadAhead: ra, Coalesce: coalesce})
-	s.samples, err = sample.New(sample.Options{Table: s.table, Rows: rows, Fetcher: s.fetcher, Spec: spec, Cache: blobs,
-		OnIndexed: returnIndexGarbage})
-	if err != nil {
-		s.pages.Close()
-		return nil, usageError{err}
-	}
-	if err := checkImageShape(ctx, location, sf, s.fetcher, s.latest); err != nil {
-		s.pages.Close()
+	if err := checkImageShape(ctx, location, sf, s.Fetcher, s.Latest); err != nil {
+		s.Close()
 		return nil, err
 	}
 	return s, nil
-}
-
-// withLocation prefixes err with the table location unless it names it.
-func withLocation(location string, err error) error {
-	if strings.Contains(err.Error(), location) {
-		return err
-	}
-	return fmt.Errorf("%s: %w", location, err)
-}
-
-// cacheAdapter makes the two-tier cache the sample layer's BlobCache.
-type cacheAdapter struct {
-	c      *cache.Cache
-	table  string
-	ledger *warmLedger // records what is read once started (warm)
-}
-
-func (a cacheAdapter) key(k sample.CacheKey) cache.Key {
-	return cache.Key{Kind: k.Kind, Table: a.table, File: k.File, Version: k.Version, Column: k.Column, Unit: k.Unit}
-}
-
-func (a cacheAdapter) Get(ctx context.Context, k sample.CacheKey, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
-	key := a.key(k)
-	v, err := a.c.Get(ctx, key, fetch)
-	if err == nil {
-		a.ledger.add(key, len(v))
-	}
-	return v, err
-}
-
-// Prefetch implements sample.Prefetcher: read-ahead, bounded by the cache's
-// prefetch budget.
-func (a cacheAdapter) Prefetch(k sample.CacheKey, size int64, fetch func(context.Context) ([]byte, error)) bool {
-	return a.c.Prefetch(a.key(k), size, fetch)
-}
-
-// countingStorage counts what is read from the table's storage: all reads,
-// and separately those of data files (everything outside _delta_log/: Parquet
-// files, deletion vectors), whoever reads them (page fetches, index scans).
-type countingStorage struct {
-	storage.Storage
-	bytes, reads         atomic.Int64
-	dataBytes, dataReads atomic.Int64
-}
-
-func isLogKey(key string) bool {
-	return strings.HasPrefix(key, "_delta_log/") || strings.Contains(key, "/_delta_log/")
-}
-
-func (c *countingStorage) count(key string, n int64) {
-	c.bytes.Add(n)
-	c.reads.Add(1)
-	if !isLogKey(key) {
-		c.dataBytes.Add(n)
-		c.dataReads.Add(1)
-	}
-}
-
-func (c *countingStorage) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
-	n, err := c.Storage.ReadAt(ctx, key, p, off)
-	c.count(key, int64(n))
-	return n, err
-}
-
-// ReadRanges forwards to the store's range reader (one coalescing request
-// on S3), else reads each range; storage.ReadRanges finds it.
-func (c *countingStorage) ReadRanges(ctx context.Context, key string, ranges []storage.Range) ([][]byte, error) {
-	out, err := storage.ReadRanges(ctx, c.Storage, key, ranges)
-	var n int64
-	for _, b := range out {
-		n += int64(len(b))
-	}
-	c.count(key, n)
-	return out, err
-}
-
-// returnIndexGarbage gives the memory a large index build churned through
-// back to the system (a full collection, in the background): the Go
-// runtime would otherwise keep it for minutes, and a mount of millions of
-// samples would look (and count) several times its size.
-func returnIndexGarbage(samples int) {
-	if samples >= 100_000 {
-		go debug.FreeOSMemory()
-	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/deltafs/deltafs/internal/testkit"
+	dfs "github.com/deltafs/deltafs/fs"
 )
 
 var (
@@ -64,33 +65,16 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
-// Unmount unmounts dir: fusermount3 -u, then lazily (-z), then umount(8)
+// Unmount unmounts dir, whatever is mounted there (fs.Unmount), then
 // lazily. Errors are ignored: the point is to leave nothing mounted.
 func Unmount(dir string) {
-	if exec.Command("fusermount3", "-u", dir).Run() == nil {
-		return
+	if dfs.Unmount(dir, false) != nil {
+		_ = dfs.Unmount(dir, true)
 	}
-	if exec.Command("fusermount3", "-u", "-z", dir).Run() == nil {
-		return
-	}
-	_ = exec.Command("umount", "-l", dir).Run()
 }
 
-// Mounted reports whether dir is a mount point.
-func Mounted(dir string) bool {
-	data, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	abs, _ := filepath.Abs(dir)
-	for _, line := range strings.Split(string(data), "\n") {
-		f := strings.Fields(line)
-		if len(f) > 4 && f[4] == abs {
-			return true
-		}
-	}
-	return false
-}
+// Mounted reports whether dir is a mount point (fs.Mounted).
+func Mounted(dir string) bool { return dfs.Mounted(dir) }
 
 // Mount is a running `deltafs mount`.
 type Mount struct {
@@ -208,28 +192,32 @@ func Run(bin string, args ...string) (string, error) {
 // unmounts it in t.Cleanup.
 func InProcess(t testing.TB, root gofs.InodeEmbedder, opts *gofs.Options) string {
 	t.Helper()
-	RequireFUSE(t)
-	dir := Mountpoint(t)
-	srv, err := gofs.Mount(dir, root, opts)
-	if err != nil {
-		t.Fatalf("mount %s: %v", dir, err)
-	}
-	UnmountOnCleanup(t, dir, srv)
-	return dir
+	return InProcessWith(t, func(dir string) (*fuse.Server, error) { return gofs.Mount(dir, root, opts) })
 }
 
 // InProcessRaw mounts a go-fuse raw filesystem at a fresh directory in this
 // process and unmounts it in t.Cleanup.
 func InProcessRaw(t testing.TB, fsys fuse.RawFileSystem, opts *fuse.MountOptions) string {
 	t.Helper()
+	return InProcessWith(t, func(dir string) (*fuse.Server, error) {
+		srv, err := fuse.NewServer(fsys, dir, opts)
+		if err != nil {
+			return nil, err
+		}
+		go srv.Serve()
+		return srv, srv.WaitMount()
+	})
+}
+
+// InProcessWith mounts with mount (a go-fuse server serving in this
+// process, mounted at dir) at a fresh directory and unmounts it in
+// t.Cleanup.
+func InProcessWith(t testing.TB, mount func(dir string) (*fuse.Server, error)) string {
+	t.Helper()
 	RequireFUSE(t)
 	dir := Mountpoint(t)
-	srv, err := fuse.NewServer(fsys, dir, opts)
+	srv, err := mount(dir)
 	if err != nil {
-		t.Fatalf("mount %s: %v", dir, err)
-	}
-	go srv.Serve()
-	if err := srv.WaitMount(); err != nil {
 		t.Fatalf("mount %s: %v", dir, err)
 	}
 	UnmountOnCleanup(t, dir, srv)
@@ -264,3 +252,4 @@ func UnmountOnCleanup(t testing.TB, dir string, srv *fuse.Server) {
 		Unmount(dir)
 	})
 }
+

@@ -1,4 +1,4 @@
-package main
+package table
 
 import (
 	"bytes"
@@ -42,14 +42,15 @@ func TestCountingStorage(t *testing.T) {
 	if err != nil || !bytes.Equal(out[0], data[:10]) || !bytes.Equal(out[1], data[9000:9050]) {
 		t.Fatalf("ReadRanges: %v", err)
 	}
-	if got, want := c.dataBytes.Load(), int64(100+10+50); got != want {
+	n := c.counts()
+	if got, want := n.DataFileBytes, int64(100+10+50); got != want {
 		t.Errorf("data-file bytes %d, want %d", got, want)
 	}
-	if got, want := c.bytes.Load(), int64(100+3+10+50); got != want {
+	if got, want := n.Bytes, int64(100+3+10+50); got != want {
 		t.Errorf("all bytes %d, want %d", got, want)
 	}
-	if c.dataReads.Load() != 2 || c.reads.Load() != 3 {
-		t.Errorf("reads: %d data, %d in all; want 2 and 3", c.dataReads.Load(), c.reads.Load())
+	if n.DataFileReads != 2 || n.Reads != 3 {
+		t.Errorf("reads: %d data, %d in all; want 2 and 3", n.DataFileReads, n.Reads)
 	}
 	if _, err := storage.ReadRanges(ctx, c, "part-0.parquet", []storage.Range{{Off: 9990, Len: 50}}); err == nil {
 		t.Error("a range past the end was read")

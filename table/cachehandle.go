@@ -1,0 +1,36 @@
+package table
+
+import (
+	"context"
+
+	"github.com/deltafs/deltafs/cache"
+	"github.com/deltafs/deltafs/sample"
+)
+
+// cacheHandle is the two-tier cache seen by one table's sample layer (its
+// sample.BlobCache): the sample layer's keys, completed with the table's
+// location.
+type cacheHandle struct {
+	c      *cache.Cache
+	table  string
+	onRead func(k cache.Key, n int) // Options.OnCacheRead; may be nil
+}
+
+func (h cacheHandle) key(k sample.CacheKey) cache.Key {
+	return cache.Key{Kind: k.Kind, Table: h.table, File: k.File, Version: k.Version, Column: k.Column, Unit: k.Unit}
+}
+
+func (h cacheHandle) Get(ctx context.Context, k sample.CacheKey, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
+	key := h.key(k)
+	v, err := h.c.Get(ctx, key, fetch)
+	if err == nil && h.onRead != nil {
+		h.onRead(key, len(v))
+	}
+	return v, err
+}
+
+// Prefetch implements sample.Prefetcher: read-ahead, bounded by the cache's
+// prefetch budget.
+func (h cacheHandle) Prefetch(k sample.CacheKey, size int64, fetch func(context.Context) ([]byte, error)) bool {
+	return h.c.Prefetch(h.key(k), size, fetch)
+}
