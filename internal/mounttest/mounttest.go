@@ -22,8 +22,8 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
-	"github.com/deltafs/deltafs/internal/testkit"
 	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 var (
@@ -252,4 +252,3 @@ func UnmountOnCleanup(t testing.TB, dir string, srv *fuse.Server) {
 		Unmount(dir)
 	})
 }
-
