@@ -78,7 +78,7 @@ func (v *Vended) Credentials(ctx context.Context) (storage.Credentials, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.refused != nil {
-		return storage.Credentials{}, fmt.Errorf("%s: Unity Catalog refuses read credentials: %w", v.table, v.refused)
+		return storage.Credentials{}, fmt.Errorf("Unity Catalog refuses read credentials (%w)", v.refused)
 	}
 	if time.Now().Before(v.cur.Expires) {
 		return v.cur, nil
@@ -87,7 +87,7 @@ func (v *Vended) Credentials(ctx context.Context) (storage.Credentials, error) {
 	if v.lastErr != nil {
 		cause = v.lastErr.Error()
 	}
-	return storage.Credentials{}, fmt.Errorf("%s: vended credentials expired at %s and could not be renewed (%s)", v.table, v.cur.Expires.UTC().Format(time.RFC3339), cause)
+	return storage.Credentials{}, fmt.Errorf("the credentials Unity Catalog vended expired at %s and could not be renewed (%s)", v.cur.Expires.UTC().Format(time.RFC3339), cause)
 }
 
 // renewAt is when the current credentials are due for renewal.
