@@ -39,7 +39,7 @@ func Open(ctx context.Context, location string, opts storage.Options) (storage.S
 	c := NewClient(cfg)
 	ti, err := c.GetTable(ctx, full)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", location, describeCall("looking up the table", cfg, err), err)
+		return nil, fmt.Errorf("%s: %s (%w)", location, describeCall("looking up the table", cfg, err), err)
 	}
 	if f := strings.ToUpper(ti.DataSourceFormat); f != "" && f != "DELTA" {
 		return nil, fmt.Errorf("%s: not a Delta table (data_source_format %s)", location, ti.DataSourceFormat)
@@ -56,7 +56,7 @@ func Open(ctx context.Context, location string, opts storage.Options) (storage.S
 		return tc.Storage()
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", location, describeCall("vending read credentials", cfg, err), err)
+		return nil, fmt.Errorf("%s: %s (%w)", location, describeCall("vending read credentials", cfg, err), err)
 	}
 	opts.Credentials = vended
 	st, err := storage.Open(ctx, loc, opts)
