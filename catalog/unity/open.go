@@ -118,3 +118,7 @@ func (t *Table) Close() error {
 	}
 	return nil
 }
+
+// Unwrap is the table's storage backend (for its statistics: the mount
+// looks for s3store's Stats on the storage it holds).
+func (t *Table) Unwrap() storage.Storage { return t.Storage }
