@@ -29,6 +29,7 @@ require (
 	github.com/spf13/pflag v1.0.9
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.48.0
+	gopkg.in/ini.v1 v1.67.0
 )
 
 require (

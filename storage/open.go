@@ -10,6 +10,21 @@ import (
 // Options configure backends that need more than a location.
 type Options struct {
 	S3 S3Options
+	// Catalog reaches a catalog for locations that name a table
+	// (uc://catalog.schema.table).
+	Catalog CatalogOptions
+	// Credentials, when set, are the only credentials a cloud backend
+	// uses: a catalog sets them to its vended credentials before it opens
+	// the table's storage location (see CredentialSource).
+	Credentials CredentialSource
+}
+
+// CatalogOptions are the flags for catalog locations ("" : from the
+// environment or the catalog's configuration file).
+type CatalogOptions struct {
+	Endpoint string // the catalog server (https://host)
+	Token    string // a bearer token
+	Profile  string // a profile of ~/.databrickscfg
 }
 
 // S3Options are the flags for s3:// locations (see the S3 backend).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	_ "github.com/deltafs/deltafs/catalog/unity" // uc://catalog.schema.table
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/s3store"
 	"github.com/deltafs/deltafs/table"
@@ -64,6 +65,9 @@ func init() {
 	pf.DurationVar(&global.storage.S3.Timeout, "s3-timeout", s3store.DefaultRequestTimeout, "S3: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
 	pf.IntVar(&s3Retries, "s3-retries", s3store.DefaultMaxAttempts-1, "S3: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
 	pf.DurationVar(&s3DownAfter, "s3-down-after", s3store.DefaultDownAfter, "S3: once requests have failed to reach the endpoint for this long (refused, reset, no answer), fail them at once, without retries, until it answers again (probed every 5s); 0: never")
+	pf.StringVar(&global.storage.Catalog.Endpoint, "uc-endpoint", "", "Unity Catalog server for uc:// tables (default: UC_ENDPOINT, DATABRICKS_HOST, else ~/.databrickscfg)")
+	pf.StringVar(&global.storage.Catalog.Token, "uc-token", "", "Unity Catalog token (default: UC_TOKEN, DATABRICKS_TOKEN, else ~/.databrickscfg; prefer those: a flag shows in ps)")
+	pf.StringVar(&global.storage.Catalog.Profile, "uc-profile", "", "profile of ~/.databrickscfg for uc:// tables (default: DATABRICKS_CONFIG_PROFILE, else DEFAULT)")
 	rootCmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 }
 

@@ -162,7 +162,13 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	code, status := errorCode(err), httpStatus(err)
 	var se *v4.SigningError
 	var ue *unreachableError
+	var ve vendedError
 	switch {
+	case errors.As(err, &ve):
+		// The catalog's word (revoked, expired and not renewed) says it
+		// all; the SDK's wrapping would only repeat it.
+		e.Op, e.Reason, e.Attempts, e.tableWide, e.quiet = "", ve.Error(), 0, true, true
+		e.Permanent = true
 	case errors.As(err, &ue):
 		// The message says it all: the endpoint, since when, why, and
 		// that it is being probed. Not Permanent: it passes when the

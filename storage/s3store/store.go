@@ -28,7 +28,12 @@ import (
 
 func init() {
 	storage.Register("s3", func(ctx context.Context, location string, opts storage.Options) (storage.Storage, error) {
-		s, err := New(ctx, location, opts.S3)
+		o := Options{S3Options: opts.S3, RequestTimeout: opts.S3.Timeout, MaxAttempts: opts.S3.MaxAttempts, DownAfter: opts.S3.DownAfter}
+		if opts.Credentials != nil {
+			o.Credentials = vendedAWS{opts.Credentials}
+			o.uncached = true
+		}
+		s, err := NewWithOptions(ctx, location, o)
 		if err != nil {
 			return nil, err
 		}
@@ -109,6 +114,10 @@ type Options struct {
 	// and up (info); default slog.Default().
 	// Nothing logged contains credentials.
 	Logger *slog.Logger
+
+	// uncached: Credentials refresh themselves (a catalog's vended
+	// credentials); the SDK's cache would keep a session until it expires.
+	uncached bool
 }
 
 func (o *Options) setDefaults() {
@@ -278,6 +287,9 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 			s.log.Debug("aws-sdk: "+fmt.Sprintf(format, v...), "location", s.loc, "level", string(c))
 		})
 		so.ClientLogMode = 0
+		if o.uncached && !o.Anonymous {
+			so.Credentials = o.Credentials
+		}
 	})
 
 	if !o.Anonymous {

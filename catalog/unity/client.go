@@ -1,0 +1,201 @@
+package unity
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/deltafs/deltafs/storage"
+)
+
+// Client calls the two endpoints deltafs needs. Safe for concurrent use.
+type Client struct {
+	cfg  Config
+	http *http.Client
+	// Attempts of one call, the first included (transient failures only).
+	Attempts int
+}
+
+// NewClient is a client with a 30 s limit per attempt and 4 attempts.
+func NewClient(cfg Config) *Client {
+	return &Client{cfg: cfg, http: &http.Client{Timeout: 30 * time.Second}, Attempts: 4}
+}
+
+// TableInfo is the part of getTable's answer deltafs uses (all.yaml,
+// TableInfo).
+type TableInfo struct {
+	Name             string `json:"name"`
+	CatalogName      string `json:"catalog_name"`
+	SchemaName       string `json:"schema_name"`
+	TableType        string `json:"table_type"`
+	DataSourceFormat string `json:"data_source_format"`
+	StorageLocation  string `json:"storage_location"`
+	TableID          string `json:"table_id"`
+}
+
+// TemporaryCredentials is generateTemporaryTableCredentials' answer
+// (all.yaml, TemporaryCredentials).
+type TemporaryCredentials struct {
+	AWS *struct {
+		AccessKeyID     string `json:"access_key_id"`
+		SecretAccessKey string `json:"secret_access_key"`
+		SessionToken    string `json:"session_token"`
+	} `json:"aws_temp_credentials"`
+	Azure *struct {
+		SASToken string `json:"sas_token"`
+	} `json:"azure_user_delegation_sas"`
+	GCP *struct {
+		OAuthToken string `json:"oauth_token"`
+	} `json:"gcp_oauth_token"`
+	ExpirationTime int64  `json:"expiration_time"` // epoch ms
+	URL            string `json:"url"`
+}
+
+// Storage turns the answer into storage.Credentials.
+func (t TemporaryCredentials) Storage() (storage.Credentials, error) {
+	c := storage.Credentials{Expires: time.UnixMilli(t.ExpirationTime)}
+	switch {
+	case t.AWS != nil && t.AWS.AccessKeyID != "":
+		c.AWS = &storage.AWSCredentials{AccessKeyID: t.AWS.AccessKeyID, SecretAccessKey: t.AWS.SecretAccessKey, SessionToken: t.AWS.SessionToken}
+	case t.Azure != nil && t.Azure.SASToken != "":
+		c.AzureSAS = t.Azure.SASToken
+	case t.GCP != nil && t.GCP.OAuthToken != "":
+		c.GCPToken = t.GCP.OAuthToken
+	default:
+		return c, errors.New("the catalog vended no credentials (no aws_temp_credentials, azure_user_delegation_sas or gcp_oauth_token)")
+	}
+	if t.ExpirationTime <= 0 {
+		return c, errors.New("the catalog vended credentials without expiration_time")
+	}
+	return c, nil
+}
+
+// APIError is an answer other than 200. Message is the server's, which
+// names no secret of ours (the token is only ever in a header).
+type APIError struct {
+	Status  int
+	Code    string // error_code, e.g. PERMISSION_DENIED
+	Message string
+}
+
+func (e *APIError) Error() string {
+	s := fmt.Sprintf("HTTP %d", e.Status)
+	if e.Code != "" {
+		s += " " + e.Code
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// Denied reports a refusal that retrying cannot change: bad token (401),
+// no privilege (403), no such table (404).
+func (e *APIError) Denied() bool {
+	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e.Status == http.StatusNotFound
+}
+
+// IsDenied reports whether err is an APIError that is Denied.
+func IsDenied(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Denied()
+}
+
+// GetTable is GET /tables/{full_name}.
+func (c *Client) GetTable(ctx context.Context, fullName string) (TableInfo, error) {
+	var ti TableInfo
+	err := c.call(ctx, http.MethodGet, "/tables/"+url.PathEscape(fullName), nil, &ti)
+	return ti, err
+}
+
+// TemporaryTableCredentials is POST /temporary-table-credentials for READ.
+func (c *Client) TemporaryTableCredentials(ctx context.Context, tableID string) (TemporaryCredentials, error) {
+	var tc TemporaryCredentials
+	body := map[string]string{"table_id": tableID, "operation": "READ"}
+	err := c.call(ctx, http.MethodPost, "/temporary-table-credentials", body, &tc)
+	return tc, err
+}
+
+// call sends one request, retrying connection failures, 429 and 5xx with
+// jittered backoff (at most Attempts attempts).
+func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
+	var payload []byte
+	if in != nil {
+		var err error
+		if payload, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	var last error
+	for attempt := 1; ; attempt++ {
+		retry, err := c.once(ctx, method, path, payload, out)
+		if err == nil {
+			return nil
+		}
+		last = err
+		if !retry || attempt >= c.Attempts || ctx.Err() != nil {
+			break
+		}
+		d := time.Duration(rand.Int64N(int64(time.Second) << (attempt - 1)))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+		}
+	}
+	return last
+}
+
+func (c *Client) once(ctx context.Context, method, path string, payload []byte, out any) (retry bool, err error) {
+	var body io.Reader
+	if payload != nil {
+		body = bytes.NewReader(payload)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.cfg.BaseURL()+path, body)
+	if err != nil {
+		return false, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.cfg.Token)
+	req.Header.Set("Accept", "application/json")
+	if payload != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL is in the caller's message already
+		}
+		return ctx.Err() == nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return true, fmt.Errorf("reading the answer: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		ae := &APIError{Status: resp.StatusCode}
+		var eb struct {
+			ErrorCode string `json:"error_code"`
+			Message   string `json:"message"`
+		}
+		if json.Unmarshal(data, &eb) == nil {
+			ae.Code, ae.Message = eb.ErrorCode, eb.Message
+		}
+		if len(ae.Message) > 300 {
+			ae.Message = ae.Message[:300] + "..."
+		}
+		return resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500, ae
+	}
+	if err := json.Unmarshal(data, out); err != nil {
+		return false, fmt.Errorf("not a valid answer: %v", err)
+	}
+	return false, nil
+}

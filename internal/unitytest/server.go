@@ -1,0 +1,232 @@
+// Package unitytest is a Unity Catalog server for tests: the two endpoints
+// deltafs calls (GET /tables/{full_name}, POST
+// /temporary-table-credentials, under /api/2.1/unity-catalog), with the
+// field names, status codes and error bodies of the OpenAPI specification
+// (shared/reference/unity-catalog/all.yaml) and of Unity Catalog OSS's
+// errors ({"error_code": "PERMISSION_DENIED", "message": ...}), and an STS
+// of its own: the AWS sessions it vends expire after Lifetime, and its S3
+// middleware (WrapS3, in front of the tests' gofakes3) checks every
+// request's SigV4 signature against the session's secret and refuses an
+// unknown key (403 InvalidAccessKeyId), a wrong session token (403
+// InvalidToken), a wrong signature (403 SignatureDoesNotMatch) and an
+// expired session (400 ExpiredToken), as S3 does. So a client that does not
+// renew its credentials fails for real.
+package unitytest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Server is the catalog. Its fields are set before the first request.
+type Server struct {
+	URL      string        // http://127.0.0.1:port (the endpoint to give deltafs)
+	Token    string        // the bearer token it accepts
+	Lifetime time.Duration // of vended sessions
+
+	// Counters.
+	Vended   atomic.Int64 // credentials vended
+	Expired  atomic.Int64 // S3 requests refused: expired session
+	Refused  atomic.Int64 // S3 requests refused: any other authentication failure
+	Accepted atomic.Int64 // S3 requests let through with a vended session
+
+	mu       sync.Mutex
+	tables   map[string]*table // by lower-case full name
+	byID     map[string]*table
+	sessions map[string]*session // by access key id
+	admin    bool                // the static test key may reach S3
+	adminKey [2]string
+	keysUsed map[string]bool // access key ids seen on accepted S3 requests
+}
+
+type table struct {
+	full, id, location string
+	revoked            bool
+}
+
+type session struct {
+	secret, token string
+	expires       time.Time
+}
+
+// Start starts a catalog on 127.0.0.1; t.Cleanup stops it. adminKey and
+// adminSecret, the tests' static S3 key pair, may reach S3 through WrapS3
+// until CloseAdmin (to upload tables).
+func Start(t testing.TB, lifetime time.Duration, adminKey, adminSecret string) *Server {
+	s := &Server{
+		Token:    "dapi-" + randomHex(16),
+		Lifetime: lifetime,
+		tables:   map[string]*table{},
+		byID:     map[string]*table{},
+		sessions: map[string]*session{},
+		admin:    true,
+		adminKey: [2]string{adminKey, adminSecret},
+		keysUsed: map[string]bool{},
+	}
+	hs := httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(hs.Close)
+	s.URL = hs.URL
+	return s
+}
+
+// AddTable registers a Delta table at a storage location and returns its
+// table_id.
+func (s *Server) AddTable(fullName, location string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tb := &table{full: fullName, id: uuid.NewString(), location: location}
+	s.tables[strings.ToLower(fullName)] = tb
+	s.byID[tb.id] = tb
+	return tb.id
+}
+
+// ManagedLocation is where Unity Catalog keeps a managed table:
+// s3://bucket/__unitystorage/catalogs/<catalog id>/tables/<uuid>.
+func ManagedLocation(bucket string) string {
+	return "s3://" + bucket + "/__unitystorage/catalogs/" + uuid.NewString() + "/tables/" + uuid.NewString()
+}
+
+// Revoke takes SELECT on the table away: the catalog refuses it with 403
+// PERMISSION_DENIED from now on. Sessions already vended stay valid until
+// they expire, as STS sessions do.
+func (s *Server) Revoke(fullName string) { s.setRevoked(fullName, true) }
+
+// Grant gives it back.
+func (s *Server) Grant(fullName string) { s.setRevoked(fullName, false) }
+
+func (s *Server) setRevoked(fullName string, r bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tables[strings.ToLower(fullName)].revoked = r
+}
+
+// CloseAdmin stops S3 from accepting the static test key: from now on
+// only vended sessions reach it.
+func (s *Server) CloseAdmin() {
+	s.mu.Lock()
+	s.admin = false
+	s.mu.Unlock()
+}
+
+// Secrets are every secret the catalog handed out or accepts (its token,
+// every vended secret key and session token), for tests that grep logs.
+func (s *Server) Secrets() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []string{s.Token}
+	for _, ss := range s.sessions {
+		out = append(out, ss.secret, ss.token)
+	}
+	return out
+}
+
+// SessionsUsed is the number of distinct vended sessions that signed
+// accepted S3 requests.
+func (s *Server) SessionsUsed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.keysUsed)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	const prefix = "/api/2.1/unity-catalog"
+	if r.Header.Get("Authorization") != "Bearer "+s.Token {
+		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Invalid or missing authentication token.")
+		return
+	}
+	path := strings.TrimPrefix(r.URL.EscapedPath(), prefix)
+	switch {
+	case r.Method == http.MethodGet && strings.HasPrefix(path, "/tables/") && len(r.URL.Path) > len(prefix+"/tables/"):
+		s.getTable(w, strings.TrimPrefix(r.URL.Path, prefix+"/tables/"))
+	case r.Method == http.MethodPost && path == "/temporary-table-credentials":
+		s.vend(w, r)
+	default:
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "No API found for '"+r.Method+" "+r.URL.Path+"'")
+	}
+}
+
+func (s *Server) getTable(w http.ResponseWriter, full string) {
+	s.mu.Lock()
+	tb := s.tables[strings.ToLower(full)]
+	s.mu.Unlock()
+	if tb == nil {
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "Table not found: "+full)
+		return
+	}
+	if tb.revoked {
+		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "User does not have USE SCHEMA and SELECT on Table '"+tb.full+"'.")
+		return
+	}
+	parts := strings.SplitN(tb.full, ".", 3)
+	writeJSON(w, map[string]any{
+		"name": parts[2], "catalog_name": parts[0], "schema_name": parts[1],
+		"table_type": "MANAGED", "data_source_format": "DELTA", "columns": []any{},
+		"storage_location": tb.location, "table_id": tb.id, "owner": "deltafs",
+		"created_at": time.Now().UnixMilli(), "properties": map[string]string{},
+	})
+}
+
+func (s *Server) vend(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		TableID   string `json:"table_id"`
+		Operation string `json:"operation"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.TableID == "" {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "table_id is required")
+		return
+	}
+	if req.Operation != "READ" && req.Operation != "READ_WRITE" {
+		writeError(w, http.StatusBadRequest, "INVALID_ARGUMENT", "Unsupported operation: "+req.Operation)
+		return
+	}
+	s.mu.Lock()
+	tb := s.byID[req.TableID]
+	if tb == nil {
+		s.mu.Unlock()
+		writeError(w, http.StatusNotFound, "NOT_FOUND", "Table not found: "+req.TableID)
+		return
+	}
+	if tb.revoked || req.Operation != "READ" {
+		s.mu.Unlock()
+		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "User does not have SELECT on Table '"+tb.full+"'.")
+		return
+	}
+	ak := "ASIA" + strings.ToUpper(randomHex(8))
+	ss := &session{secret: randomHex(20), token: "FwoGZXIvYXdzE" + randomHex(48), expires: time.Now().Add(s.Lifetime)}
+	s.sessions[ak] = ss
+	loc := tb.location
+	s.mu.Unlock()
+	s.Vended.Add(1)
+	writeJSON(w, map[string]any{
+		"aws_temp_credentials": map[string]string{"access_key_id": ak, "secret_access_key": ss.secret, "session_token": ss.token},
+		"expiration_time":      ss.expires.UnixMilli(),
+		"url":                  loc,
+	})
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error_code": code, "message": msg, "details": []any{}})
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
