@@ -15,6 +15,7 @@ import (
 	"github.com/deltafs/deltafs/extents"
 	"github.com/deltafs/deltafs/extents/materialize"
 	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/s3store"
 	"github.com/deltafs/deltafs/table"
 )
@@ -310,8 +311,18 @@ func mountStats(root *dfs.Root, t *table.Table) any {
 		"pages_decoded":        fs.PagesDecoded,
 	}
 	out["cache"] = t.Cache.Stats()
-	if s3, ok := t.Store.(interface{ Stats() s3store.Stats }); ok {
-		out["s3"] = s3.Stats() // requests by kind, retries, bytes fetched
+	// The S3 backend's requests by kind, retries and bytes fetched, under
+	// any wrapping (a catalog's table holds its backend).
+	for st := t.Store; st != nil; {
+		if s3, ok := st.(interface{ Stats() s3store.Stats }); ok {
+			out["s3"] = s3.Stats()
+			break
+		}
+		u, ok := st.(interface{ Unwrap() storage.Storage })
+		if !ok {
+			break
+		}
+		st = u.Unwrap()
 	}
 	return out
 }

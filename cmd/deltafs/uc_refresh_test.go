@@ -103,6 +103,9 @@ func TestUCCredentialRefresh(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !strings.Contains(string(stats), `"s3"`) {
+		t.Errorf(".deltafs/stats of a catalog table lacks the S3 backend's counters:\n%s", stats)
+	}
 	if err := m.Stop(); err != nil {
 		t.Fatalf("unmount: %v", err)
 	}
