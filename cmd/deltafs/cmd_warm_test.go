@@ -82,6 +82,9 @@ func readTree(t *testing.T, dir string) map[string][]byte {
 		if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), "_") {
 			return err
 		}
+		if filepath.Base(filepath.Dir(p)) == "shard" {
+			return nil // shard/K.tar, the tar view: not a sample file
+		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
