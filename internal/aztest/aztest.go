@@ -16,12 +16,16 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -305,4 +309,42 @@ func (b *lockedBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// ErrorProxy is an HTTP reverse proxy on 127.0.0.1 in front of an Azurite
+// endpoint that answers the first N requests (every one for N < 0) with an
+// Azure error (status, and the code in x-ms-error-code and the body), as
+// the Blob service does when it throttles (503 ServerBusy).
+type ErrorProxy struct {
+	Endpoint string       // http://127.0.0.1:PORT/devstoreaccount1
+	Answered atomic.Int64 // requests answered with the error
+	srv      *httptest.Server
+}
+
+// StartErrorProxy starts an ErrorProxy; t.Cleanup stops it.
+func StartErrorProxy(t testing.TB, upstream string, n int64, status int, code string) *ErrorProxy {
+	t.Helper()
+	u, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	p := &ErrorProxy{}
+	var seen atomic.Int64
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n < 0 || seen.Add(1) <= n {
+			p.Answered.Add(1)
+			w.Header().Set("x-ms-error-code", code)
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(status)
+			if r.Method != http.MethodHead {
+				_, _ = w.Write([]byte(`<?xml version="1.0" encoding="utf-8"?><Error><Code>` + code + `</Code><Message>aztest</Message></Error>`))
+			}
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.srv.Close)
+	p.Endpoint = p.srv.URL + u.Path
+	return p
 }
