@@ -143,8 +143,11 @@ func (s *Store) connect(ctx context.Context) error {
 
 // noCredentials is the error of an identity chain that yields no token.
 func (s *Store) noCredentials(err error) error {
+	// azidentity lists every credential it tried over many lines, with
+	// URLs and rules: its first line says enough next to the reason.
+	first, _, _ := strings.Cut(strings.TrimSpace(err.Error()), "\n")
 	return &Error{Location: s.loc, Op: "credentials", tableWide: true, Permanent: true,
-		Reason: reasonNoCredentials, detail: s.redact(oneLine(err.Error()))}
+		Reason: reasonNoCredentials, detail: s.redact(strings.TrimSuffix(oneLine(first), "."))}
 }
 
 // oneLine folds a multi-line message (azidentity lists every credential it

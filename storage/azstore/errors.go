@@ -170,7 +170,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 		e.Reason = "the container is not public: credentials are required (AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN or an Azure identity)"
 		e.Permanent, e.tableWide = true, true
 	case strings.HasPrefix(code, "Authorization") || code == "InsufficientAccountPermissions" || code == "AccountIsDisabled" || status == http.StatusForbidden:
-		e.Reason = "access denied (check the credentials' role or SAS permissions: reading needs read and list, importing also write)"
+		e.Reason = "access denied (check the credentials: the account key or SAS token and its permissions, or the Azure identity's role; reading needs read and list, importing also write)"
 		e.Permanent, e.tableWide = true, true
 	case code == "ServerBusy" || status == http.StatusTooManyRequests || code == "OperationTimedOut" && status == http.StatusServiceUnavailable:
 		e.Reason = "the service is throttling requests; gave up"
