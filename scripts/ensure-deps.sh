@@ -1,9 +1,23 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs from Debian when it is missing and we
 # may (root with apt-get): fuse3 for fusermount3, and Debian's torch and
-# torchvision for the ImageFolder tests. Prints what it did; never fails the
-# build by itself (the tests that need a missing piece fail with a message).
+# torchvision for the ImageFolder tests; and Azurite, the Azure Storage
+# emulator, from npm into ${XDG_CACHE_HOME:-~/.cache}/deltafs-azurite (where
+# internal/aztest finds it) when node and npm are there. Prints what it did;
+# never fails the build by itself (the tests that need a missing piece fail
+# with a message).
 set -u
+AZURITE_VERSION=3.37.0
+azdir="${XDG_CACHE_HOME:-$HOME/.cache}/deltafs-azurite"
+if ! command -v azurite-blob >/dev/null 2>&1 && [ ! -x "$azdir/node_modules/.bin/azurite-blob" ]; then
+  if command -v npm >/dev/null 2>&1; then
+    echo "ensure-deps: installing azurite@$AZURITE_VERSION into $azdir"
+    mkdir -p "$azdir" && npm install --silent --no-audit --no-fund --prefix "$azdir" "azurite@$AZURITE_VERSION" >/dev/null 2>&1 ||
+      echo "ensure-deps: npm install azurite@$AZURITE_VERSION failed" >&2
+  else
+    echo "ensure-deps: missing azurite (the Azure tests need it); install node and npm, then run this again" >&2
+  fi
+fi
 need=()
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 /usr/bin/python3 -c 'import torchvision, PIL, numpy' >/dev/null 2>&1 ||

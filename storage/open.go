@@ -9,7 +9,8 @@ import (
 
 // Options configure backends that need more than a location.
 type Options struct {
-	S3 S3Options
+	S3    S3Options
+	Azure AzureOptions
 	// Catalog reaches a catalog for locations that name a table
 	// (uc://catalog.schema.table).
 	Catalog CatalogOptions
@@ -42,6 +43,22 @@ type S3Options struct {
 	// it is declared down and requests fail at once until it answers
 	// again (0: the backend's default; negative: never).
 	DownAfter time.Duration
+}
+
+// AzureOptions are the flags for abfss://, az:// and wasbs:// locations
+// (see the Azure backend, storage/azstore).
+type AzureOptions struct {
+	// Endpoint is the Blob service URL of the account
+	// (https://account.blob.core.chinacloudapi.cn, or an emulator's
+	// http://127.0.0.1:10000/devstoreaccount1); default: the connection
+	// string's BlobEndpoint, else derived from the location.
+	Endpoint  string
+	Anonymous bool // no credentials (public containers)
+	// Timeout bounds one attempt of a request (0: the backend's default).
+	Timeout time.Duration
+	// MaxAttempts bounds the attempts of one request, the first included
+	// (0: the backend's default).
+	MaxAttempts int
 }
 
 // Opener opens a location with a URL scheme, such as s3://.

@@ -4,6 +4,11 @@
 // layer, the cache) speaks in keys relative to the table root, with '/' as the
 // separator, whatever the backend.
 //
+// Backends: Local (a directory) here; storage/s3store (s3://) and
+// storage/azstore (abfss://, az://, wasbs://) register their schemes with
+// Register, and Open picks one by the location's scheme. Object stores
+// share ReadCoalesced (coalesce.go) for their RangeReader.
+//
 // # Contract
 //
 //   - Keys are relative to the table root and never start with '/'.
@@ -153,7 +158,8 @@ type Range struct {
 }
 
 // RangeReader is implemented by stores that read several ranges of one
-// object in fewer requests than ranges, coalescing neighbours (s3store).
+// object in fewer requests than ranges, coalescing neighbours (s3store,
+// azstore: see ReadCoalesced).
 // ReadRanges returns the bytes of each range, in the order given.
 type RangeReader interface {
 	ReadRanges(ctx context.Context, key string, ranges []Range) ([][]byte, error)

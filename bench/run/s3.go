@@ -183,10 +183,12 @@ func (b *bench) coldEpoch(table string, threads int, flags ...string) (float64, 
 	if err != nil {
 		return 0, c, err
 	}
-	if _, ok := s["s3"]; ok {
-		c.fetched, c.gets, c.retries = number(s, "s3.BytesFetched"), number(s, "s3.Gets"), number(s, "s3.Retries")
-		if c.fetched <= 0 || c.gets <= 0 {
-			return 0, c, fmt.Errorf("no S3 counters in the stats: %v", s["s3"])
+	for _, store := range []string{"s3", "azure"} { // the object store's counters, when the table is in one
+		if _, ok := s[store]; ok {
+			c.fetched, c.gets, c.retries = number(s, store+".BytesFetched"), number(s, store+".Gets"), number(s, store+".Retries")
+			if c.fetched <= 0 || c.gets <= 0 {
+				return 0, c, fmt.Errorf("no %s counters in the stats: %v", store, s[store])
+			}
 		}
 	}
 	return rl.FilesPerS, c, nil

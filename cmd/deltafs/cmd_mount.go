@@ -16,6 +16,7 @@ import (
 	"github.com/deltafs/deltafs/extents/materialize"
 	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/azstore"
 	"github.com/deltafs/deltafs/storage/s3store"
 	"github.com/deltafs/deltafs/table"
 )
@@ -311,18 +312,21 @@ func mountStats(root *dfs.Root, t *table.Table) any {
 		"pages_decoded":        fs.PagesDecoded,
 	}
 	out["cache"] = t.Cache.Stats()
-	// The S3 backend's requests by kind, retries and bytes fetched, under
-	// any wrapping (a catalog's table holds its backend).
-	for st := t.Store; st != nil; {
-		if s3, ok := st.(interface{ Stats() s3store.Stats }); ok {
-			out["s3"] = s3.Stats()
-			break
-		}
-		u, ok := st.(interface{ Unwrap() storage.Storage })
+	// The cloud backend's requests by kind, retries and bytes fetched,
+	// under any wrapping (a catalog's table holds its backend).
+	backend := t.Store
+	for {
+		u, ok := backend.(interface{ Unwrap() storage.Storage })
 		if !ok {
 			break
 		}
-		st = u.Unwrap()
+		backend = u.Unwrap()
+	}
+	switch b := backend.(type) {
+	case interface{ Stats() s3store.Stats }:
+		out["s3"] = b.Stats()
+	case interface{ Stats() azstore.Stats }:
+		out["azure"] = b.Stats()
 	}
 	return out
 }

@@ -195,8 +195,13 @@ func mountedTree(t *testing.T, bin, table string, flags ...string) (tree map[str
 // compareS3Table checks one table: log --json and the mounted tree over
 // s3://bucket/name against the local copy.
 func compareS3Table(t *testing.T, bin, endpoint, bucket, name, local string) {
-	loc := "s3://" + bucket + "/" + name
-	flags := s3Flags(endpoint)
+	compareRemoteTable(t, bin, "s3://"+bucket+"/"+name, s3Flags(endpoint), name, local)
+}
+
+// compareRemoteTable checks one table of testdata/delta in an object store
+// (loc, reached with flags): log --json and the mounted tree against the
+// local copy.
+func compareRemoteTable(t *testing.T, bin, loc string, flags []string, name, local string) {
 	lOut, lErr, lCode := runBin(t, bin, time.Minute, "log", "--json", local)
 	sOut, sErr, sCode := runBin(t, bin, time.Minute, append([]string{"log", "--json", loc}, flags...)...)
 	if sCode != lCode || sOut != lOut || strings.ReplaceAll(sErr, loc, "TABLE") != strings.ReplaceAll(lErr, local, "TABLE") {

@@ -18,6 +18,7 @@ import (
 
 	_ "github.com/deltafs/deltafs/catalog/unity" // uc://catalog.schema.table
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/azstore"
 	"github.com/deltafs/deltafs/storage/s3store"
 	"github.com/deltafs/deltafs/table"
 )
@@ -46,6 +47,10 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 		if s3Retries < 0 || global.storage.S3.Timeout < 0 || s3DownAfter < 0 {
 			return usageError{errors.New("--s3-retries, --s3-timeout and --s3-down-after must not be negative")}
 		}
+		if azRetries < 0 || global.storage.Azure.Timeout < 0 {
+			return usageError{errors.New("--azure-retries and --azure-timeout must not be negative")}
+		}
+		global.storage.Azure.MaxAttempts = azRetries + 1
 		global.storage.S3.MaxAttempts = s3Retries + 1
 		global.storage.S3.DownAfter = s3DownAfter
 		if s3DownAfter == 0 {
@@ -68,12 +73,17 @@ func init() {
 	pf.StringVar(&global.storage.Catalog.Endpoint, "uc-endpoint", "", "Unity Catalog server for uc:// tables (default: UC_ENDPOINT, DATABRICKS_HOST, else ~/.databrickscfg)")
 	pf.StringVar(&global.storage.Catalog.Token, "uc-token", "", "Unity Catalog token (default: UC_TOKEN, DATABRICKS_TOKEN, else ~/.databrickscfg; prefer those: a flag shows in ps)")
 	pf.StringVar(&global.storage.Catalog.Profile, "uc-profile", "", "profile of ~/.databrickscfg for uc:// tables (default: DATABRICKS_CONFIG_PROFILE, else DEFAULT)")
+	pf.StringVar(&global.storage.Azure.Endpoint, "azure-endpoint", "", "Azure Blob service URL of the account, for emulators and sovereign clouds (default: BlobEndpoint of AZURE_STORAGE_CONNECTION_STRING, else from the location)")
+	pf.BoolVar(&global.storage.Azure.Anonymous, "azure-anonymous", false, "Azure: send requests without credentials (public containers)")
+	pf.DurationVar(&global.storage.Azure.Timeout, "azure-timeout", azstore.DefaultRequestTimeout, "Azure: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
+	pf.IntVar(&azRetries, "azure-retries", azstore.DefaultMaxAttempts-1, "Azure: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
 	rootCmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 }
 
 // s3Retries is --s3-retries (global.storage.S3.MaxAttempts minus one);
 // s3DownAfter is --s3-down-after (0, never, is DownAfter -1).
 var (
+	azRetries   int // --azure-retries
 	s3Retries   int
 	s3DownAfter time.Duration
 )

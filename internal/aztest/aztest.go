@@ -1,0 +1,350 @@
+// Package aztest runs Azurite, the Azure Storage emulator (npm package
+// azurite, Blob service only), on a free loopback port for tests and
+// benchmarks, and fills it: containers, blobs, whole local tables.
+//
+// Azurite is found as $AZURITE_BLOB, else azurite-blob on PATH, else under
+// ${XDG_CACHE_HOME:-~/.cache}/deltafs-azurite, where scripts/ensure-deps.sh
+// (run by `make test`) installs it with npm. A missing Azurite fails the
+// test with a line saying how to install it.
+package aztest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/deltafs/deltafs/storage/azstore"
+)
+
+// Account and Key are Azurite's well-known development account.
+const (
+	Account = azstore.DevAccount
+	Key     = azstore.DevKey
+)
+
+// Path finds azurite-blob.
+func Path() (string, error) {
+	if p := os.Getenv("AZURITE_BLOB"); p != "" {
+		return p, nil
+	}
+	if p, err := exec.LookPath("azurite-blob"); err == nil {
+		return p, nil
+	}
+	cache := os.Getenv("XDG_CACHE_HOME")
+	if cache == "" {
+		home, _ := os.UserHomeDir()
+		cache = filepath.Join(home, ".cache")
+	}
+	p := filepath.Join(cache, "deltafs-azurite", "node_modules", ".bin", "azurite-blob")
+	if st, err := os.Stat(p); err == nil && !st.IsDir() {
+		return p, nil
+	}
+	return "", errors.New("azurite-blob not found ($AZURITE_BLOB, PATH, " + p + "); run scripts/ensure-deps.sh (needs node and npm) or `npm install --prefix ~/.cache/deltafs-azurite azurite@3.37.0`")
+}
+
+// Server is a running Azurite.
+type Server struct {
+	Port     int
+	Endpoint string // Blob service URL of the account: http://127.0.0.1:PORT/devstoreaccount1
+	dir      string // its workspace ("" in memory)
+	bin      string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	out    *lockedBuffer
+}
+
+// Options of Start.
+type Options struct {
+	// OnDisk keeps the data in a temporary directory instead of memory, so
+	// that Stop and Start (a restart) keep it.
+	OnDisk bool
+}
+
+// Start starts Azurite on a free loopback port and waits until it
+// answers; t.Cleanup stops it.
+func Start(t testing.TB, o Options) *Server {
+	t.Helper()
+	dir := ""
+	if o.OnDisk {
+		dir = t.TempDir()
+	}
+	s, err := New(dir)
+	if err != nil {
+		t.Fatalf("aztest: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// New is Start outside a test: dir is the workspace ("" keeps the data in
+// memory); the caller stops it.
+func New(dir string) (*Server, error) {
+	bin, err := Path()
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for try := 0; try < 3; try++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		s := &Server{Port: port, Endpoint: fmt.Sprintf("http://127.0.0.1:%d/%s", port, Account), dir: dir, bin: bin}
+		if lastErr = s.start(); lastErr == nil {
+			return s, nil
+		}
+	}
+	return nil, lastErr
+}
+
+func (s *Server) start() error {
+	args := []string{"--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(s.Port),
+		"--skipApiVersionCheck", "--loose", "--silent", "--disableTelemetry"}
+	if s.dir == "" {
+		args = append(args, "--inMemoryPersistence", "--extentMemoryLimit", "1024")
+	} else {
+		args = append(args, "--location", s.dir)
+	}
+	cmd := exec.Command(s.bin, args...)
+	out := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // node and its children stop together
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	s.mu.Lock()
+	s.cmd, s.exited, s.out = cmd, exited, out
+	s.mu.Unlock()
+	client := &http.Client{Timeout: time.Second}
+	defer client.CloseIdleConnections()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		// Any answer (400 for a bare account URL) means it listens.
+		if resp, err := client.Get(s.Endpoint + "?comp=list"); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("azurite exited before it was ready: %s", out.String())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			s.Stop()
+			return fmt.Errorf("azurite on port %d not ready after 30 s: %s", s.Port, out.String())
+		}
+	}
+}
+
+// Stop stops Azurite (SIGTERM, then SIGKILL after 5 s). With OnDisk, Start
+// brings it back with its data.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd, exited := s.cmd, s.exited
+	s.cmd = nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+}
+
+// Restart starts a stopped server again on the same port.
+func (s *Server) Restart(t testing.TB) {
+	t.Helper()
+	if err := s.start(); err != nil {
+		t.Fatalf("aztest: restart azurite: %v", err)
+	}
+}
+
+// ConnString is a connection string for the development account at
+// endpoint (the server's, or a proxy's in front of it).
+func ConnString(endpoint string) string {
+	return "DefaultEndpointsProtocol=http;AccountName=" + Account + ";AccountKey=" + Key + ";BlobEndpoint=" + endpoint + ";"
+}
+
+// Client is a container client with the development account's key.
+func Client(endpoint, containerName string) (*container.Client, error) {
+	cred, err := container.NewSharedKeyCredential(Account, Key)
+	if err != nil {
+		return nil, err
+	}
+	return container.NewClientWithSharedKeyCredential(strings.TrimSuffix(endpoint, "/")+"/"+containerName, cred, nil)
+}
+
+// CreateContainer creates a container (public: with anonymous read
+// access to its blobs and listing).
+func CreateContainer(t testing.TB, endpoint, name string, public bool) {
+	t.Helper()
+	if err := Create(context.Background(), endpoint, name, public); err != nil {
+		t.Fatalf("aztest: create container %s: %v", name, err)
+	}
+}
+
+// Create is CreateContainer outside a test.
+func Create(ctx context.Context, endpoint, name string, public bool) error {
+	c, err := Client(endpoint, name)
+	if err != nil {
+		return err
+	}
+	o := &container.CreateOptions{}
+	if public {
+		a := container.PublicAccessTypeContainer
+		o.Access = &a
+	}
+	_, err = c.Create(ctx, o)
+	return err
+}
+
+// Put stores one blob.
+func Put(t testing.TB, endpoint, containerName, name string, data []byte) {
+	t.Helper()
+	c, err := Client(endpoint, containerName)
+	if err == nil {
+		_, err = c.NewBlockBlobClient(name).Upload(context.Background(), streaming.NopCloser(bytes.NewReader(data)), nil)
+	}
+	if err != nil {
+		t.Fatalf("aztest: put %s: %v", name, err)
+	}
+}
+
+// UploadDir uploads every regular file under localDir to prefix/relpath
+// in the container and returns the count.
+func UploadDir(t testing.TB, endpoint, containerName, prefix, localDir string) int {
+	t.Helper()
+	n, err := Upload(context.Background(), endpoint, containerName, prefix, localDir)
+	if err != nil {
+		t.Fatalf("aztest: upload %s: %v", localDir, err)
+	}
+	return n
+}
+
+// Upload is UploadDir outside a test.
+func Upload(ctx context.Context, endpoint, containerName, prefix, localDir string) (int, error) {
+	c, err := Client(endpoint, containerName)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	err = filepath.WalkDir(localDir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		rel, err := filepath.Rel(localDir, p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		if prefix != "" {
+			name = strings.TrimSuffix(prefix, "/") + "/" + name
+		}
+		if _, err := c.NewBlockBlobClient(name).Upload(ctx, streaming.NopCloser(bytes.NewReader(data)), nil); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		n++
+		return nil
+	})
+	return n, err
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// lockedBuffer keeps the last output of a child for error messages.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.buf.Len() > 64<<10 {
+		b.buf.Reset()
+	}
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// ErrorProxy is an HTTP reverse proxy on 127.0.0.1 in front of an Azurite
+// endpoint that answers the first N requests (every one for N < 0) with an
+// Azure error (status, and the code in x-ms-error-code and the body), as
+// the Blob service does when it throttles (503 ServerBusy).
+type ErrorProxy struct {
+	Endpoint string       // http://127.0.0.1:PORT/devstoreaccount1
+	Answered atomic.Int64 // requests answered with the error
+	srv      *httptest.Server
+}
+
+// StartErrorProxy starts an ErrorProxy; t.Cleanup stops it.
+func StartErrorProxy(t testing.TB, upstream string, n int64, status int, code string) *ErrorProxy {
+	t.Helper()
+	u, err := url.Parse(upstream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	p := &ErrorProxy{}
+	var seen atomic.Int64
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if n < 0 || seen.Add(1) <= n {
+			p.Answered.Add(1)
+			w.Header().Set("x-ms-error-code", code)
+			w.Header().Set("Content-Type", "application/xml")
+			w.WriteHeader(status)
+			if r.Method != http.MethodHead {
+				_, _ = w.Write([]byte(`<?xml version="1.0" encoding="utf-8"?><Error><Code>` + code + `</Code><Message>aztest</Message></Error>`))
+			}
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(p.srv.Close)
+	p.Endpoint = p.srv.URL + u.Path
+	return p
+}

@@ -1,0 +1,230 @@
+package azstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"syscall"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+
+	"github.com/deltafs/deltafs/storage"
+)
+
+// Error is a failed Azure operation. Its message names the blob (or the
+// table, for container, credential and endpoint problems), says what went
+// wrong in words, and ends with the operation and the server's answer
+// (status and error code). It never contains a URL, a key or a SAS token.
+//
+// errors.Is matches the storage sentinel it stands for (ErrNotExist,
+// ErrExist, ErrChanged), if any, and errors.As reaches the SDK's error
+// (*azcore.ResponseError).
+type Error struct {
+	Location string // the table's location
+	Op       string // GetBlob, GetProperties, ListBlobs, PutBlob, credentials
+	Key      string // key relative to the table; "" for the table itself
+	Reason   string // what went wrong, in words
+	Attempts int    // attempts made (0 when unknown)
+	// Permanent is set when retrying cannot help (not found, denied, bad
+	// credentials, missing container, changed blob).
+	Permanent bool
+	Err       error // cause, or nil
+
+	detail    string // the cause in words (status and code), redacted
+	kind      error  // storage sentinel (or the context's error), or nil
+	tableWide bool   // the table's problem (container, credentials, endpoint), not the key's
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Location)
+	if e.Key != "" && !e.tableWide {
+		b.WriteString("/")
+		b.WriteString(e.Key)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Reason)
+	if e.kind == storage.ErrNotExist && !e.tableWide {
+		return b.String()
+	}
+	var d []string
+	if e.Op != "" && e.Op != "credentials" {
+		d = append(d, e.Op)
+	}
+	if e.Attempts > 1 && !strings.Contains(e.Reason, "attempts") {
+		d = append(d, fmt.Sprintf("%d attempts", e.Attempts))
+	}
+	if e.detail != "" {
+		d = append(d, e.detail)
+	}
+	if len(d) > 0 {
+		b.WriteString(" (" + strings.Join(d, ", ") + ")")
+	}
+	return b.String()
+}
+
+// TableWide reports whether the error is the table's (missing container,
+// refused credentials, unreachable endpoint) rather than one key's; see
+// storage.IsTableWide.
+func (e *Error) TableWide() bool { return e.tableWide }
+
+// Unwrap returns the storage sentinel and the cause.
+func (e *Error) Unwrap() []error {
+	var out []error
+	if e.kind != nil {
+		out = append(out, e.kind)
+	}
+	if e.Err != nil {
+		out = append(out, e.Err)
+	}
+	return out
+}
+
+func asError(err error, e **Error) bool { return errors.As(err, e) }
+
+// Reasons, in words.
+const (
+	reasonNotExist      = "object does not exist"
+	reasonNoCredentials = "no usable Azure credentials (set AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY or AZURE_STORAGE_SAS_TOKEN, or an Azure identity: AZURE_CLIENT_ID/AZURE_TENANT_ID/AZURE_CLIENT_SECRET, a managed identity, `az login`; --azure-anonymous for public containers)"
+	reasonChanged       = "object changed since it was first read (its size or ETag differs); refusing to mix two versions"
+	reasonExists        = "object already exists"
+)
+
+// describe is a cause in words: the HTTP status and the service's error
+// code, or the network error without the request's URL (which may carry
+// a SAS token).
+func describe(err error) string {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		msg := fmt.Sprintf("HTTP %d", re.StatusCode)
+		if re.ErrorCode != "" {
+			msg += " " + re.ErrorCode
+		}
+		return msg
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
+}
+
+func respError(err error) (status int, code string) {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return re.StatusCode, re.ErrorCode
+	}
+	return 0, ""
+}
+
+func isCanceled(ctx context.Context, err error) bool {
+	return errors.Is(err, context.Canceled) || (ctx.Err() != nil && errors.Is(err, ctx.Err()))
+}
+
+// retryableStatus are the answers worth another attempt (the SDK's list).
+func retryableStatus(status int) bool {
+	switch status {
+	case http.StatusRequestTimeout, http.StatusTooManyRequests, http.StatusInternalServerError,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// classify turns the final error of an operation into an *Error.
+func (s *Store) classify(ctx context.Context, op, key string, err error, attempts int) error {
+	var e *Error
+	if errors.As(err, &e) {
+		return err
+	}
+	e = &Error{Location: s.loc, Op: op, Key: key, Attempts: attempts, Err: err, detail: s.redact(describe(err))}
+	status, code := respError(err)
+	var ne net.Error
+	var dns *net.DNSError
+	var be *bodyError
+	switch {
+	case s.life.Err() != nil && ctx.Err() == nil:
+		e.Reason, e.detail, e.Err, e.Permanent = "request abandoned: the store was closed", "", nil, true
+	case isCanceled(ctx, err) || (ctx.Err() != nil && status == 0):
+		e.Reason, e.detail, e.Permanent = "canceled", "", true
+		if cerr := ctx.Err(); cerr != nil {
+			e.Reason, e.kind = cerr.Error(), cerr
+		}
+	case code == "BlobNotFound" || (status == http.StatusNotFound && code == "" && op != "ListBlobs"):
+		e.Reason, e.kind, e.Permanent = reasonNotExist, storage.ErrNotExist, true
+	case code == "ContainerNotFound":
+		e.Reason = fmt.Sprintf("container %s does not exist%s", s.where.Container, s.inAccount())
+		e.kind, e.Permanent, e.tableWide = storage.ErrNotExist, true, true
+	case code == "ResourceNotFound" && s.opts.Anonymous:
+		e.Reason = fmt.Sprintf("container %s does not exist%s or is not public (anonymous access)", s.where.Container, s.inAccount())
+		e.kind, e.Permanent, e.tableWide = storage.ErrNotExist, true, true
+	case code == "AuthenticationFailed" || code == "InvalidAuthenticationInfo":
+		e.Reason = "invalid credentials: the service refused the request's signature (check the account key or SAS token, and that it is for this account)"
+		e.Permanent, e.tableWide = true, true
+	case code == "NoAuthenticationInformation":
+		e.Reason = "the container is not public: credentials are required (AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN or an Azure identity)"
+		e.Permanent, e.tableWide = true, true
+	case strings.HasPrefix(code, "Authorization") || code == "InsufficientAccountPermissions" || code == "AccountIsDisabled" || status == http.StatusForbidden:
+		e.Reason = "access denied (check the credentials: the account key or SAS token and its permissions, or the Azure identity's role; reading needs read and list, importing also write)"
+		e.Permanent, e.tableWide = true, true
+	case code == "ServerBusy" || status == http.StatusTooManyRequests || code == "OperationTimedOut" && status == http.StatusServiceUnavailable:
+		e.Reason = "the service is throttling requests; gave up"
+		if attempts > 1 {
+			e.Reason = fmt.Sprintf("the service is throttling requests; gave up after %d attempts", attempts)
+		}
+	case status >= 500:
+		e.Reason = fmt.Sprintf("server error; gave up after %d attempts", attempts)
+	case status >= 400:
+		e.Reason, e.Permanent = "request refused", !retryableStatus(status)
+	case errors.As(err, &dns):
+		e.Reason = "cannot resolve the Azure endpoint's host " + dns.Name
+		e.tableWide, e.detail = true, ""
+	case errors.Is(err, syscall.ECONNREFUSED):
+		e.Reason = fmt.Sprintf("cannot connect to the Azure endpoint %s (connection refused)", s.endpoint)
+		e.tableWide, e.detail = true, ""
+	case errors.As(err, &ne) && ne.Timeout():
+		e.Reason = fmt.Sprintf("request timed out (limit %v per attempt, %v to connect)", s.opts.RequestTimeout, s.opts.ConnectTimeout)
+		// The per-attempt timeout is the store's, not the caller's: the
+		// error must not read as the caller's context expiring.
+		e.Err = storeTimeout{e.detail}
+	case errors.As(err, &be):
+		e.Reason = "response body cut short"
+	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "connection reset"):
+		e.Reason = "connection lost (reset or closed by the server)"
+	default:
+		e.Reason = "I/O error"
+	}
+	if status == 0 && attempts > 1 && !e.Permanent && !strings.Contains(e.Reason, "attempts") {
+		e.Reason += fmt.Sprintf("; gave up after %d attempts", attempts)
+	}
+	return e
+}
+
+func (s *Store) inAccount() string {
+	if s.account == "" {
+		return ""
+	}
+	return " in account " + s.account
+}
+
+// storeTimeout is an attempt that ran past Options.RequestTimeout: a
+// net.Error with Timeout() true that does not unwrap to
+// context.DeadlineExceeded.
+type storeTimeout struct{ msg string }
+
+func (t storeTimeout) Error() string   { return t.msg }
+func (t storeTimeout) Timeout() bool   { return true }
+func (t storeTimeout) Temporary() bool { return true }
+
+func errChanged(s *Store, op, key, detail string) *Error {
+	r := reasonChanged
+	if detail != "" {
+		r += ": " + detail
+	}
+	return &Error{Location: s.loc, Op: op, Key: key, Reason: r, kind: storage.ErrChanged, Permanent: true}
+}

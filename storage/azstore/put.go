@@ -1,0 +1,67 @@
+package azstore
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
+
+	"github.com/deltafs/deltafs/storage"
+)
+
+// Put implements storage.Storage with Put Blob (one request; a block blob
+// of up to 5000 MiB). With ifAbsent it sends If-None-Match: *, which the
+// Blob service honours atomically: a blob that exists fails with 409
+// BlobAlreadyExists (or 412), which wraps storage.ErrExist, so two writers
+// never both commit one Delta version.
+//
+// A conditional put whose earlier attempt may have reached the service (a
+// reset after sending, then 409 on the retry) reads the blob back: if it
+// holds exactly data, the put is reported as done. A put forgets key's pin.
+func (s *Store) Put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	defer s.unpin(key)
+	o := &blockblob.UploadOptions{}
+	if ifAbsent {
+		any := azcore.ETagAny
+		o.AccessConditions = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfNoneMatch: &any}}
+	}
+	octx, st, done := s.withOp(ctx, "PutBlob", key)
+	_, err := s.client.NewBlockBlobClient(s.fullKey(key)).Upload(octx, streaming.NopCloser(bytes.NewReader(data)), o)
+	done()
+	n := int(st.attempts.Load())
+	s.countRetries(n)
+	if err == nil {
+		return nil
+	}
+	status, code := respError(err)
+	if ifAbsent && (code == "BlobAlreadyExists" || code == "ConditionNotMet" || status == http.StatusPreconditionFailed || status == http.StatusConflict) {
+		if n > 1 {
+			if same, _ := s.holds(ctx, key, data); same {
+				return nil
+			}
+		}
+		return &Error{Location: s.loc, Op: "PutBlob", Key: key, Reason: reasonExists, Attempts: n, Err: err, detail: describe(err), kind: storage.ErrExist, Permanent: true}
+	}
+	return s.classify(ctx, "PutBlob", key, err, n)
+}
+
+// holds reports whether key holds exactly data (read without pinning).
+func (s *Store) holds(ctx context.Context, key string, data []byte) (bool, error) {
+	if len(data) == 0 {
+		p, err := s.props(ctx, key)
+		return err == nil && p.size == 0, err
+	}
+	buf := make([]byte, len(data)+1)
+	res, err := s.get(ctx, key, 0, buf, nil)
+	if err != nil {
+		return false, err
+	}
+	return res.n == len(data) && res.total == int64(len(data)) && bytes.Equal(buf[:res.n], data), nil
+}

@@ -1,0 +1,395 @@
+package azstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+
+	"github.com/deltafs/deltafs/storage"
+)
+
+// pin is the identity of a blob as first seen.
+type pin struct {
+	size int64
+	etag string // without quotes; "" when the service sent none
+	mod  time.Time
+}
+
+func normETag(e *azcore.ETag) string {
+	if e == nil {
+		return ""
+	}
+	return strings.Trim(strings.TrimPrefix(string(*e), "W/"), `"`)
+}
+
+func (s *Store) pinned(key string) (pin, bool) {
+	s.pinMu.RLock()
+	p, ok := s.pins[key]
+	s.pinMu.RUnlock()
+	return p, ok
+}
+
+// setPin records key's identity, or fails with ErrChanged when a different
+// one is pinned already. Mutable keys are not pinned.
+func (s *Store) setPin(op, key string, p pin) error {
+	if s.opts.Mutable(key) {
+		return nil
+	}
+	s.pinMu.Lock()
+	defer s.pinMu.Unlock()
+	old, ok := s.pins[key]
+	if !ok {
+		s.pins[key] = p
+		return nil
+	}
+	if old.size != p.size || (old.etag != "" && p.etag != "" && old.etag != p.etag) {
+		return errChanged(s, op, key, fmt.Sprintf("pinned %d bytes ETag %q, now %d bytes ETag %q", old.size, old.etag, p.size, p.etag))
+	}
+	return nil
+}
+
+func (s *Store) unpin(key string) {
+	s.pinMu.Lock()
+	delete(s.pins, key)
+	s.pinMu.Unlock()
+}
+
+func (p pin) info(key string) storage.ObjectInfo {
+	return storage.ObjectInfo{Key: key, Size: p.size, ModTime: p.mod, ETag: p.etag}
+}
+
+// Stat implements storage.Storage with Get Blob Properties. The first Stat
+// or read of a key pins its identity; a pinned key is answered from the
+// pin without a request.
+func (s *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
+	if p, ok := s.pinned(key); ok {
+		return p.info(key), nil
+	}
+	p, err := s.props(ctx, key)
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	if err := s.setPin("GetProperties", key, p); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	return p.info(key), nil
+}
+
+func (s *Store) props(ctx context.Context, key string) (pin, error) {
+	if err := checkKey(key); err != nil {
+		return pin{}, err
+	}
+	octx, st, done := s.withOp(ctx, "GetProperties", key)
+	defer done()
+	out, err := s.client.NewBlobClient(s.fullKey(key)).GetProperties(octx, nil)
+	n := int(st.attempts.Load())
+	s.countRetries(n)
+	if err != nil {
+		return pin{}, s.classify(ctx, "GetProperties", key, err, n)
+	}
+	p := pin{etag: normETag(out.ETag)}
+	if out.ContentLength != nil {
+		p.size = *out.ContentLength
+	}
+	if out.LastModified != nil {
+		p.mod = *out.LastModified
+	}
+	return p, nil
+}
+
+// ReadAt implements storage.Storage with one ranged Get Blob. The first
+// read of an unpinned key pins the identity in its response; later reads
+// send If-Match with the pinned ETag and check size and ETag of every
+// response, failing with storage.ErrChanged on a mismatch.
+func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
+	if off < 0 {
+		return 0, fmt.Errorf("%s/%s: negative offset %d", s.loc, key, off)
+	}
+	if err := checkKey(key); err != nil {
+		return 0, err
+	}
+	for tries := 0; ; tries++ {
+		if pn, ok := s.pinned(key); ok {
+			if len(p) == 0 {
+				return 0, nil
+			}
+			if off >= pn.size {
+				return 0, io.EOF
+			}
+			n := int(min(int64(len(p)), pn.size-off))
+			if _, err := s.get(ctx, key, off, p[:n], &pn); err != nil {
+				return 0, err
+			}
+			if n < len(p) {
+				return n, io.EOF
+			}
+			return n, nil
+		}
+		if len(p) == 0 {
+			_, err := s.Stat(ctx, key)
+			return 0, err
+		}
+		res, err := s.get(ctx, key, off, p, nil)
+		if errors.Is(err, errInvalidRange) {
+			// off is at or past the end (or the blob is empty): learn the
+			// size, and pin it, from the properties.
+			p2, perr := s.props(ctx, key)
+			if perr != nil {
+				return 0, perr
+			}
+			if perr := s.setPin("GetProperties", key, p2); perr != nil {
+				return 0, perr
+			}
+			if off >= p2.size {
+				return 0, io.EOF
+			}
+			if tries > 0 || s.opts.Mutable(key) {
+				return 0, &Error{Location: s.loc, Op: "GetBlob", Key: key, Reason: fmt.Sprintf("range at %d refused although the blob has %d bytes", off, p2.size)}
+			}
+			continue // the blob grew between the GET and the properties: read through the pin
+		}
+		if err != nil {
+			return 0, err
+		}
+		if perr := s.setPin("GetBlob", key, pin{size: res.total, etag: res.etag, mod: res.mod}); perr != nil {
+			return 0, perr
+		}
+		if res.n < len(p) {
+			return res.n, io.EOF
+		}
+		return res.n, nil
+	}
+}
+
+// errInvalidRange marks a 416 answer: the range starts at or after the end.
+var errInvalidRange = errors.New("range not satisfiable")
+
+type getResult struct {
+	n     int   // bytes read into dst
+	total int64 // blob size
+	etag  string
+	mod   time.Time
+}
+
+// bodyError is a failure while reading a response body: a cut connection,
+// a stall past the request timeout, or fewer bytes than announced.
+type bodyError struct {
+	want, got int64
+	err       error
+}
+
+func (e *bodyError) Error() string {
+	return fmt.Sprintf("body cut short, %d of %d bytes received: %v", e.got, e.want, e.err)
+}
+func (e *bodyError) Unwrap() error { return e.err }
+
+// noRetry makes the SDK send a request once: get retries itself, since a
+// GET can also fail while its body is read, after the SDK has returned,
+// and both kinds of failure share one attempt budget.
+var noRetry = policy.RetryOptions{MaxRetries: -1}
+
+// get reads bytes [off, off+len(dst)) of key into dst, retrying
+// throttling, server errors, network errors, timeouts and short or broken
+// bodies up to MaxAttempts attempts in all. With p it sends If-Match and
+// requires the response to match the pin and fill dst; without, the blob
+// may end before dst is full (res.n < len(dst)).
+func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *pin) (getResult, error) {
+	o := &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: off, Count: int64(len(dst))}}
+	if p != nil && p.etag != "" {
+		etag := azcore.ETag(`"` + p.etag + `"`)
+		o.AccessConditions = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}}
+	}
+	bc := s.client.NewBlobClient(s.fullKey(key))
+	octx, st, done := s.withOp(ctx, "GetBlob", key)
+	defer done()
+	for attempt := 1; ; attempt++ {
+		res, err, retryable := s.getOnce(policy.WithRetryOptions(octx, noRetry), bc, key, o, off, dst, p)
+		if err == nil {
+			s.countRetries(int(st.attempts.Load()))
+			return res, nil
+		}
+		n := int(st.attempts.Load())
+		if !retryable || attempt >= s.opts.MaxAttempts || octx.Err() != nil {
+			s.countRetries(n)
+			if errors.Is(err, errInvalidRange) && p == nil {
+				return res, err
+			}
+			return res, s.classify(ctx, "GetBlob", key, err, n)
+		}
+		var be *bodyError
+		if errors.As(err, &be) {
+			st.setCause(s.redact(describe(err)))
+		}
+		if serr := sleep(octx, s.backoff(attempt, err)); serr != nil {
+			s.countRetries(n)
+			return res, s.classify(ctx, "GetBlob", key, serr, n)
+		}
+	}
+}
+
+// backoff is the delay before attempt+1: the SDK's formula, so that GETs
+// and the SDK's own retries back off alike, and Retry-After when the
+// service sent one (up to MaxBackoff).
+func (s *Store) backoff(attempt int, err error) time.Duration {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && re.RawResponse != nil {
+		if sec, perr := strconv.Atoi(re.RawResponse.Header.Get("Retry-After")); perr == nil && sec >= 0 {
+			return min(time.Duration(sec)*time.Second, s.opts.MaxBackoff)
+		}
+	}
+	d := s.opts.RetryDelay * time.Duration((1<<min(attempt, 20))-1)
+	d = min(d, s.opts.MaxBackoff)
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// getOnce is one attempt of get.
+func (s *Store) getOnce(ctx context.Context, bc *blob.Client, key string, o *blob.DownloadStreamOptions, off int64, dst []byte, p *pin) (res getResult, err error, retryable bool) {
+	out, err := bc.DownloadStream(ctx, o)
+	if err != nil {
+		status, code := respError(err)
+		switch {
+		case status == http.StatusRequestedRangeNotSatisfiable || code == "InvalidRange":
+			if p != nil {
+				return res, errChanged(s, "GetBlob", key, fmt.Sprintf("range at %d of a %d-byte blob refused", off, p.size)), false
+			}
+			return res, fmt.Errorf("%w: %w", errInvalidRange, err), false
+		case status == http.StatusPreconditionFailed || code == "ConditionNotMet":
+			return res, errChanged(s, "GetBlob", key, "If-Match on the pinned ETag failed"), false
+		case status != 0:
+			return res, err, retryableStatus(status)
+		}
+		return res, err, !isCanceled(ctx, err)
+	}
+	defer out.Body.Close()
+	res.etag = normETag(out.ETag)
+	if out.LastModified != nil {
+		res.mod = *out.LastModified
+	}
+	if p != nil && p.etag != "" && res.etag != "" && res.etag != p.etag {
+		return res, errChanged(s, "GetBlob", key, fmt.Sprintf("pinned ETag %q, got %q", p.etag, res.etag)), false
+	}
+	var want int64
+	if cr := deref(out.ContentRange); cr != "" {
+		start, end, total, ok := parseContentRange(cr)
+		if !ok || start != off || end < start {
+			return res, fmt.Errorf("unexpected Content-Range %q for bytes %d-%d", cr, off, off+int64(len(dst))-1), true
+		}
+		res.total = total
+		want = end - start + 1
+		if exp := min(int64(len(dst)), total-off); want != exp {
+			return res, fmt.Errorf("Content-Range %q: expected %d bytes", cr, exp), true
+		}
+		if cl := out.ContentLength; cl != nil && *cl != want {
+			return res, fmt.Errorf("Content-Length %d disagrees with Content-Range %q", *cl, cr), true
+		}
+	} else {
+		// 200 with the whole blob: the service ignored the range.
+		if out.ContentLength == nil || *out.ContentLength < 0 {
+			return res, errors.New("full response without Content-Length"), true
+		}
+		res.total = *out.ContentLength
+		if off >= res.total {
+			return res, fmt.Errorf("%w: offset %d, blob %d bytes", errInvalidRange, off, res.total), false
+		}
+		if n, err := io.CopyN(io.Discard, out.Body, off); err != nil {
+			s.st.bytes.Add(n)
+			return res, &bodyError{want: off, got: n, err: err}, !isCanceled(ctx, err)
+		}
+		s.st.bytes.Add(off)
+		want = min(int64(len(dst)), res.total-off)
+	}
+	if p != nil && res.total != p.size {
+		return res, errChanged(s, "GetBlob", key, fmt.Sprintf("pinned %d bytes, now %d", p.size, res.total)), false
+	}
+	if p != nil && want != int64(len(dst)) {
+		return res, errChanged(s, "GetBlob", key, "short range"), false
+	}
+	n, err := io.ReadFull(out.Body, dst[:want])
+	s.st.bytes.Add(int64(n))
+	if err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return res, &bodyError{want: want, got: int64(n), err: err}, !isCanceled(ctx, err)
+	}
+	res.n = n
+	return res, nil, false
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+// parseContentRange parses "bytes start-end/total".
+func parseContentRange(s string) (start, end, total int64, ok bool) {
+	rest, found := strings.CutPrefix(s, "bytes ")
+	if !found {
+		return 0, 0, 0, false
+	}
+	rng, tot, found := strings.Cut(rest, "/")
+	if !found {
+		return 0, 0, 0, false
+	}
+	a, b, found := strings.Cut(rng, "-")
+	if !found {
+		return 0, 0, 0, false
+	}
+	var err1, err2, err3 error
+	start, err1 = strconv.ParseInt(a, 10, 64)
+	end, err2 = strconv.ParseInt(b, 10, 64)
+	total, err3 = strconv.ParseInt(tot, 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil || start < 0 || end >= total {
+		return 0, 0, 0, false
+	}
+	return start, end, total, true
+}
+
+// ReadRanges implements storage.RangeReader: neighbouring ranges are
+// merged into one GET (storage.ReadCoalesced with Options.CoalesceGap and
+// MaxCoalesce) and the GETs run in parallel, each retried like ReadAt. An
+// unpinned key read with more than one GET is pinned first, so that every
+// GET sends If-Match.
+func (s *Store) ReadRanges(ctx context.Context, key string, ranges []storage.Range) ([][]byte, error) {
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	out, coalesced, err := storage.ReadCoalesced(ctx, s.loc, key, ranges,
+		storage.Coalescing{Gap: s.opts.CoalesceGap, Max: s.opts.MaxCoalesce},
+		func(requests int) error {
+			if _, ok := s.pinned(key); !ok && requests > 1 && !s.opts.Mutable(key) {
+				_, err := s.Stat(ctx, key)
+				return err
+			}
+			return nil
+		},
+		func(ctx context.Context, off int64, buf []byte) (int, error) { return s.ReadAt(ctx, key, buf, off) })
+	s.st.coalesced.Add(int64(coalesced))
+	return out, err
+}

@@ -1,0 +1,319 @@
+package azstore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/deltafs/deltafs/storage"
+)
+
+func init() {
+	for _, scheme := range Schemes {
+		storage.Register(scheme, func(ctx context.Context, location string, opts storage.Options) (storage.Storage, error) {
+			s, err := New(ctx, location, opts.Azure)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		})
+	}
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxAttempts    = 5
+	DefaultRetryDelay     = time.Second
+	DefaultMaxBackoff     = 4 * time.Second
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultMaxConcurrency = 64
+	DefaultCoalesceGap    = 64 << 10
+	DefaultMaxCoalesce    = 16 << 20
+)
+
+// LastCheckpointKey is the one key of a Delta table that is rewritten in
+// place; by default it is never pinned (see Options.Mutable).
+const LastCheckpointKey = "_delta_log/_last_checkpoint"
+
+// Options configure a Store. The zero value of every field means its
+// default.
+type Options struct {
+	// The CLI's options: endpoint, anonymous.
+	storage.AzureOptions
+
+	// Credential replaces the identity step of the chain (azidentity's
+	// DefaultAzureCredential); connection strings, keys and SAS tokens in
+	// the environment still come first.
+	Credential azcore.TokenCredential
+
+	// MaxAttempts bounds the attempts of one request, the first included
+	// (default 5).
+	MaxAttempts int
+	// RetryDelay and MaxBackoff shape the delay before attempt n+1:
+	// min(RetryDelay × (2^n − 1), MaxBackoff), jittered by ±20% (the
+	// SDK's formula; defaults 1 s and 4 s). A Retry-After answer is obeyed
+	// up to MaxBackoff.
+	RetryDelay, MaxBackoff time.Duration
+	// RequestTimeout bounds one attempt from sending the request to reading
+	// the last byte of its body (default 30 s).
+	RequestTimeout time.Duration
+	// ConnectTimeout bounds connecting, TCP and TLS (default 5 s).
+	ConnectTimeout time.Duration
+	// MaxConcurrency bounds the HTTP requests in flight (default 64).
+	MaxConcurrency int
+	// CoalesceGap and MaxCoalesce: see storage.Coalescing (defaults 64 KiB
+	// and 16 MiB; a negative gap merges only touching ranges).
+	CoalesceGap, MaxCoalesce int64
+	// Mutable reports keys that are never pinned (default:
+	// LastCheckpointKey only).
+	Mutable func(key string) bool
+	// Logger receives retries (the first of a minute at info level, the
+	// others at debug) and the credential source (debug); default
+	// slog.Default(). Nothing logged contains a secret.
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.RetryDelay <= 0 {
+		o.RetryDelay = DefaultRetryDelay
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.MaxConcurrency <= 0 {
+		o.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if o.CoalesceGap == 0 {
+		o.CoalesceGap = DefaultCoalesceGap
+	}
+	if o.MaxCoalesce <= 0 {
+		o.MaxCoalesce = DefaultMaxCoalesce
+	}
+	if o.Mutable == nil {
+		o.Mutable = func(key string) bool { return key == LastCheckpointKey }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Store is a Delta table under a prefix of an Azure Blob Storage
+// container. It implements storage.Storage, storage.RangeReader and
+// io.Closer; all methods are safe for concurrent use.
+type Store struct {
+	client    *container.Client
+	where     Location
+	loc       string // where.String()
+	account   string // the storage account, "" when unknown (a SAS-only connection string)
+	endpoint  string // the Blob service URL, without query, for messages
+	source    string // where the credentials came from, in words (no secret)
+	secrets   []string
+	opts      Options
+	log       *slog.Logger
+	transport *http.Transport
+	sem       chan struct{}
+
+	// life ends at Close: it cancels every operation in flight.
+	life context.Context
+	stop context.CancelFunc
+
+	pinMu sync.RWMutex
+	pins  map[string]pin
+
+	noticeMu   sync.Mutex
+	lastNotice time.Time
+
+	st counters
+}
+
+var (
+	_ storage.Storage     = (*Store)(nil)
+	_ storage.RangeReader = (*Store)(nil)
+	_ io.Closer           = (*Store)(nil)
+)
+
+// New opens the table at location with the CLI's options (Timeout and
+// MaxAttempts become RequestTimeout and MaxAttempts) and default tuning
+// otherwise. See NewWithOptions.
+func New(ctx context.Context, location string, opts storage.AzureOptions) (*Store, error) {
+	return NewWithOptions(ctx, location, Options{AzureOptions: opts, RequestTimeout: opts.Timeout, MaxAttempts: opts.MaxAttempts})
+}
+
+// NewWithOptions opens the table at location. It resolves the account,
+// endpoint and credentials (see the package documentation) and, for an
+// Azure identity, gets a token once, so that missing credentials fail here
+// with a clear message rather than at the first read. It sends no request
+// to the storage account.
+func NewWithOptions(ctx context.Context, location string, o Options) (*Store, error) {
+	where, err := ParseLocation(location)
+	if err != nil {
+		return nil, err
+	}
+	o.setDefaults()
+	s := &Store{
+		where: where,
+		loc:   where.String(),
+		opts:  o,
+		log:   o.Logger,
+		sem:   make(chan struct{}, o.MaxConcurrency),
+		pins:  map[string]pin{},
+	}
+	s.life, s.stop = context.WithCancel(context.Background())
+	s.transport = &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   o.ConnectTimeout,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          o.MaxConcurrency,
+		MaxIdleConnsPerHost:   o.MaxConcurrency,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   o.ConnectTimeout,
+		ExpectContinueTimeout: time.Second,
+	}
+	if err := s.connect(ctx); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.log.Debug("azure: store opened", "location", s.loc, "endpoint", s.endpoint, "credentials", s.source)
+	return s, nil
+}
+
+// Location implements storage.Storage: the location as given, normalised,
+// never with credentials.
+func (s *Store) Location() string { return s.loc }
+
+// Container is the table's container; Account its storage account ("" when
+// only a SAS connection string named the endpoint); Prefix the key prefix
+// of the table ("" or ending in '/'); Endpoint the Blob service URL.
+func (s *Store) Container() string { return s.where.Container }
+func (s *Store) Account() string   { return s.account }
+func (s *Store) Prefix() string    { return s.where.Prefix }
+func (s *Store) Endpoint() string  { return s.endpoint }
+
+// Client is the SDK's container client (this store's retries, counters,
+// timeouts and concurrency bound apply to it).
+func (s *Store) Client() *container.Client { return s.client }
+
+// Close ends the store: operations in flight fail at once (their
+// attempts, backoffs and body reads are cancelled), later ones fail, and
+// idle connections are closed. Close may be called more than once.
+func (s *Store) Close() error {
+	s.stop()
+	s.transport.CloseIdleConnections()
+	return nil
+}
+
+func (s *Store) fullKey(key string) string { return s.where.Prefix + key }
+
+// redact removes the store's secrets (account key, SAS token, client
+// secret) from a message: a last guard, since messages are built from
+// status codes and error codes, never from URLs or headers.
+func (s *Store) redact(msg string) string {
+	for _, sec := range s.secrets {
+		if len(sec) >= 8 {
+			msg = strings.ReplaceAll(msg, sec, "[REDACTED]")
+		}
+	}
+	return msg
+}
+
+// counters are the live Stats.
+type counters struct {
+	gets, heads, lists, puts, deletes, other atomic.Int64
+	retries, bytes, coalesced                atomic.Int64
+	inFlight, maxInFlight                    atomic.Int64
+}
+
+// Stats are a store's counters since it was opened.
+type Stats struct {
+	// HTTP requests sent, by kind (GET of a blob, HEAD, list, PUT,
+	// DELETE, other); every attempt counts.
+	Gets, Heads, Lists, Puts, Deletes, Other int64
+	// Retries: attempts after the first of an operation.
+	Retries int64
+	// BytesFetched: blob bytes received in GET bodies, including the gaps
+	// read by coalescing and bodies of failed attempts.
+	BytesFetched int64
+	// RangesCoalesced: ranges of ReadRanges served by a GET issued for
+	// another range.
+	RangesCoalesced int64
+	// InFlight and MaxInFlight: HTTP requests holding a concurrency slot now
+	// and at most so far.
+	InFlight, MaxInFlight int64
+	// Pinned: keys whose identity (size, ETag) is pinned.
+	Pinned int
+}
+
+// Requests is the total number of HTTP requests sent.
+func (st Stats) Requests() int64 {
+	return st.Gets + st.Heads + st.Lists + st.Puts + st.Deletes + st.Other
+}
+
+// Stats returns a snapshot of the counters.
+func (s *Store) Stats() Stats {
+	s.pinMu.RLock()
+	n := len(s.pins)
+	s.pinMu.RUnlock()
+	c := &s.st
+	return Stats{
+		Gets: c.gets.Load(), Heads: c.heads.Load(), Lists: c.lists.Load(),
+		Puts: c.puts.Load(), Deletes: c.deletes.Load(), Other: c.other.Load(),
+		Retries: c.retries.Load(), BytesFetched: c.bytes.Load(),
+		RangesCoalesced: c.coalesced.Load(),
+		InFlight:        c.inFlight.Load(), MaxInFlight: c.maxInFlight.Load(),
+		Pinned: n,
+	}
+}
+
+func (s *Store) countRetries(attempts int) {
+	if attempts > 1 {
+		s.st.retries.Add(int64(attempts - 1))
+	}
+}
+
+// notice logs a line about trouble that may pass (a retry): at info level
+// once a minute, at debug level otherwise.
+func (s *Store) notice(msg string, args ...any) {
+	s.noticeMu.Lock()
+	now := time.Now()
+	info := now.Sub(s.lastNotice) >= time.Minute
+	if info {
+		s.lastNotice = now
+	}
+	s.noticeMu.Unlock()
+	args = append([]any{"location", s.loc}, args...)
+	if info {
+		s.log.Info(msg, args...)
+	} else {
+		s.log.Debug(msg, args...)
+	}
+}
+
+func checkKey(key string) error {
+	if key == "" || strings.HasPrefix(key, "/") {
+		return fmt.Errorf("azure: invalid key %q", key)
+	}
+	return nil
+}
