@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/internal/aztest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // TestImageFolderAzure writes the real MNIST test set into Azurite with
@@ -27,14 +28,14 @@ func TestImageFolderAzure(t *testing.T) {
 	}
 	t.Setenv("AZURE_STORAGE_CONNECTION_STRING", aztest.ConnString(srv.Endpoint))
 	table := "abfss://train@" + aztest.Account + ".dfs.core.windows.net/mnist"
-	run(t, bin, "import", mnistTest, table, "--rows-per-file", "2500")
+	run(t, bin, "import", testkit.MNISTTest, table, "--rows-per-file", "2500")
 
 	mnt := mount(t, bin, "az://train/mnist", "--image", "28x28", "--class-column", "label", "--shards", "2")
 	checkImageFolder(t, python, mnt, 2)
 
 	// Conditional commits: an overwrite import commits version 1 next to
 	// version 0, whose commit is still the first import's.
-	run(t, bin, "import", mnistTest, table, "--rows-per-file", "5000", "--mode", "overwrite")
+	run(t, bin, "import", testkit.MNISTTest, table, "--rows-per-file", "5000", "--mode", "overwrite")
 	out, err := exec.Command(bin, "log", "--json", table).Output()
 	if err != nil {
 		t.Fatalf("log: %v %s", err, stderrOf(err))

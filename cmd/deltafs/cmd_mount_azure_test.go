@@ -13,8 +13,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
 	"github.com/deltafs/deltafs/internal/aztest"
-	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // Azure conformance: every table of testdata/delta, uploaded to Azurite on
