@@ -9,7 +9,8 @@ import (
 
 // Options configure backends that need more than a location.
 type Options struct {
-	S3 S3Options
+	S3  S3Options
+	GCS GCSOptions
 }
 
 // S3Options are the flags for s3:// locations (see the S3 backend).
@@ -27,6 +28,21 @@ type S3Options struct {
 	// it is declared down and requests fail at once until it answers
 	// again (0: the backend's default; negative: never).
 	DownAfter time.Duration
+}
+
+// GCSOptions are the flags for gs:// locations (see the GCS backend).
+type GCSOptions struct {
+	// Endpoint overrides the JSON API endpoint (http://host:port, for
+	// fake-gcs-server and private endpoints); requests stay authenticated
+	// unless Anonymous. STORAGE_EMULATOR_HOST works as with Google's SDK:
+	// that endpoint, without authentication.
+	Endpoint  string
+	Anonymous bool
+	// Timeout bounds one attempt of a request (0: the backend's default).
+	Timeout time.Duration
+	// MaxAttempts bounds the attempts of one request, the first included
+	// (0: the backend's default).
+	MaxAttempts int
 }
 
 // Opener opens a location with a URL scheme, such as s3://.

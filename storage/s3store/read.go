@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/deltafs/deltafs/storage"
 )
@@ -391,73 +389,21 @@ func (s *Store) ReadRanges(ctx context.Context, key string, ranges []Range) ([][
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	out := make([][]byte, len(ranges))
-	order := make([]int, 0, len(ranges))
-	for i, r := range ranges {
-		if r.Off < 0 || r.Len < 0 {
-			return nil, fmt.Errorf("%s/%s: invalid range %d+%d", s.loc, key, r.Off, r.Len)
-		}
-		if r.Len == 0 {
-			out[i] = []byte{}
-			continue
-		}
-		order = append(order, i)
+	spans, err := storage.Coalesce(ranges, s.opts.CoalesceGap, s.opts.MaxCoalesce)
+	if err != nil {
+		return nil, fmt.Errorf("%s/%s: %w", s.loc, key, err)
 	}
-	sort.SliceStable(order, func(a, b int) bool { return ranges[order[a]].Off < ranges[order[b]].Off })
-
-	type group struct {
-		off, end int64 // [off, end)
-		members  []int
-	}
-	var groups []*group
-	gap := max(s.opts.CoalesceGap, 0)
-	for _, i := range order {
-		r := ranges[i]
-		end := r.Off + r.Len
-		if len(groups) > 0 {
-			g := groups[len(groups)-1]
-			if r.Off <= g.end+gap && max(g.end, end)-g.off <= s.opts.MaxCoalesce {
-				g.end = max(g.end, end)
-				g.members = append(g.members, i)
-				continue
-			}
-		}
-		groups = append(groups, &group{off: r.Off, end: end, members: []int{i}})
-	}
-	if len(groups) == 0 {
-		return out, nil
-	}
-	if _, ok := s.pinned(key); !ok && len(groups) > 1 && !s.opts.Mutable(key) {
+	if _, ok := s.pinned(key); !ok && len(spans) > 1 && !s.opts.Mutable(key) {
 		if _, err := s.Stat(ctx, key); err != nil {
 			return nil, err
 		}
 	}
-	eg, ectx := errgroup.WithContext(ctx)
-	for _, g := range groups {
-		s.st.coalesced.Add(int64(len(g.members) - 1))
-		eg.Go(func() error {
-			buf := make([]byte, g.end-g.off)
-			n, err := s.ReadAt(ectx, key, buf, g.off)
-			if n == len(buf) {
-				err = nil
-			} else if err == nil || err == io.EOF {
-				err = fmt.Errorf("%s/%s: range %d-%d runs past the end of the object: %w", s.loc, key, g.off, g.end-1, io.ErrUnexpectedEOF)
-			}
-			if err != nil {
-				return err
-			}
-			for _, i := range g.members {
-				a := ranges[i].Off - g.off
-				b := a + ranges[i].Len
-				out[i] = buf[a:b:b]
-			}
-			return nil
-		})
+	for _, sp := range spans {
+		s.st.coalesced.Add(int64(len(sp.Members) - 1))
 	}
-	if err := eg.Wait(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return storage.ReadSpans(ctx, s.loc+"/"+key, ranges, spans, func(ctx context.Context, p []byte, off int64) (int, error) {
+		return s.ReadAt(ctx, key, p, off)
+	})
 }
 
 var _ storage.RangeReader = (*Store)(nil)
