@@ -17,6 +17,7 @@ import (
 	"github.com/deltafs/deltafs/extents/materialize"
 	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/sample"
+	"github.com/deltafs/deltafs/storage/gcsstore"
 	"github.com/deltafs/deltafs/storage/s3store"
 )
 
@@ -314,6 +315,9 @@ func mountStats(root *dfs.Root, st *countingStorage, f *sample.PageFetcher, c *c
 	out["cache"] = c.Stats()
 	if s3, ok := st.Storage.(interface{ Stats() s3store.Stats }); ok {
 		out["s3"] = s3.Stats() // requests by kind, retries, bytes fetched
+	}
+	if gcs, ok := st.Storage.(interface{ Stats() gcsstore.Stats }); ok {
+		out["gcs"] = gcs.Stats()
 	}
 	return out
 }

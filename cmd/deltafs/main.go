@@ -18,6 +18,7 @@ import (
 
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/gcsstore"
 	"github.com/deltafs/deltafs/storage/s3store"
 )
 
@@ -45,6 +46,10 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 		if s3Retries < 0 || global.storage.S3.Timeout < 0 || s3DownAfter < 0 {
 			return usageError{errors.New("--s3-retries, --s3-timeout and --s3-down-after must not be negative")}
 		}
+		if gcsRetries < 0 || global.storage.GCS.Timeout < 0 {
+			return usageError{errors.New("--gcs-retries and --gcs-timeout must not be negative")}
+		}
+		global.storage.GCS.MaxAttempts = gcsRetries + 1
 		global.storage.S3.MaxAttempts = s3Retries + 1
 		global.storage.S3.DownAfter = s3DownAfter
 		if s3DownAfter == 0 {
@@ -64,12 +69,17 @@ func init() {
 	pf.DurationVar(&global.storage.S3.Timeout, "s3-timeout", s3store.DefaultRequestTimeout, "S3: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
 	pf.IntVar(&s3Retries, "s3-retries", s3store.DefaultMaxAttempts-1, "S3: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
 	pf.DurationVar(&s3DownAfter, "s3-down-after", s3store.DefaultDownAfter, "S3: once requests have failed to reach the endpoint for this long (refused, reset, no answer), fail them at once, without retries, until it answers again (probed every 5s); 0: never")
+	pf.StringVar(&global.storage.GCS.Endpoint, "gcs-endpoint", "", "GCS endpoint URL (fake-gcs-server, private endpoints); requests stay authenticated (default: STORAGE_EMULATOR_HOST without authentication, else Google)")
+	pf.BoolVar(&global.storage.GCS.Anonymous, "gcs-anonymous", false, "send unauthenticated GCS requests (public buckets)")
+	pf.DurationVar(&global.storage.GCS.Timeout, "gcs-timeout", gcsstore.DefaultRequestTimeout, "GCS: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
+	pf.IntVar(&gcsRetries, "gcs-retries", gcsstore.DefaultMaxAttempts-1, "GCS: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
 	rootCmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 }
 
 // s3Retries is --s3-retries (global.storage.S3.MaxAttempts minus one);
 // s3DownAfter is --s3-down-after (0, never, is DownAfter -1).
 var (
+	gcsRetries  int // --gcs-retries (global.storage.GCS.MaxAttempts minus one)
 	s3Retries   int
 	s3DownAfter time.Duration
 )

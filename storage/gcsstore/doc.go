@@ -1,0 +1,2 @@
+// Package gcsstore is deltafs's Google Cloud Storage backend.
+package gcsstore
