@@ -2,6 +2,7 @@ package gcsstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -115,10 +116,22 @@ func describe(err error) string {
 		if re.Response != nil {
 			msg += ": HTTP " + re.Response.Status
 		}
-		if re.ErrorCode != "" {
-			msg += ": " + re.ErrorCode
-			if re.ErrorDescription != "" {
-				msg += ": " + re.ErrorDescription
+		code, desc := re.ErrorCode, re.ErrorDescription
+		if code == "" {
+			// Some token sources (service-account keys) leave the
+			// answer unparsed: its error fields, never a token.
+			var body struct {
+				Error            string `json:"error"`
+				ErrorDescription string `json:"error_description"`
+			}
+			if json.Unmarshal(re.Body, &body) == nil {
+				code, desc = body.Error, body.ErrorDescription
+			}
+		}
+		if code != "" {
+			msg += ": " + code
+			if desc != "" {
+				msg += ": " + desc
 			}
 		}
 		return oneLineString(msg)
