@@ -197,12 +197,16 @@ func mountedTree(t *testing.T, bin, table string, flags ...string) (tree map[str
 // compareS3Table checks one table: log --json and the mounted tree over
 // s3://bucket/name against the local copy.
 func compareS3Table(t *testing.T, bin, endpoint, bucket, name, local string) {
-	loc := "s3://" + bucket + "/" + name
-	flags := s3Flags(endpoint)
+	compareRemoteTable(t, bin, "s3://"+bucket+"/"+name, s3Flags(endpoint), name, local)
+}
+
+// compareRemoteTable checks one table: log --json and the mounted tree at
+// loc (an object store URL, reached with flags) against the local copy.
+func compareRemoteTable(t *testing.T, bin, loc string, flags []string, name, local string) {
 	lOut, lErr, lCode := runBin(t, bin, time.Minute, "log", "--json", local)
 	sOut, sErr, sCode := runBin(t, bin, time.Minute, append([]string{"log", "--json", loc}, flags...)...)
 	if sCode != lCode || sOut != lOut || strings.ReplaceAll(sErr, loc, "TABLE") != strings.ReplaceAll(lErr, local, "TABLE") {
-		t.Fatalf("deltafs log --json differs:\nlocal (exit %d):\n%s%s\ns3 (exit %d):\n%s%s", lCode, lOut, lErr, sCode, sOut, sErr)
+		t.Fatalf("deltafs log --json differs:\nlocal (exit %d):\n%s%s\n%s (exit %d):\n%s%s", lCode, lOut, lErr, loc, sCode, sOut, sErr)
 	}
 	if lCode == 0 && strings.Count(lOut, "\n") == 0 {
 		t.Fatalf("log --json printed nothing")
@@ -211,7 +215,7 @@ func compareS3Table(t *testing.T, bin, endpoint, bucket, name, local string) {
 	lTree, lRefused := mountedTree(t, bin, local)
 	sTree, sRefused := mountedTree(t, bin, loc, flags...)
 	if strings.ReplaceAll(sRefused, loc, "TABLE") != strings.ReplaceAll(lRefused, local, "TABLE") {
-		t.Fatalf("mount refusal differs:\nlocal: %s\ns3:    %s", lRefused, sRefused)
+		t.Fatalf("mount refusal differs:\nlocal:  %s\nremote: %s", lRefused, sRefused)
 	}
 	if lRefused != "" {
 		if !mustRefuse[name] && !s3MayRefuse[name] {
@@ -230,20 +234,20 @@ func compareS3Table(t *testing.T, bin, endpoint, bucket, name, local string) {
 	for v, want := range lTree {
 		got, ok := sTree[v]
 		if !ok {
-			t.Errorf("version %s: missing over S3", v)
+			t.Errorf("version %s: missing over %s", v, loc)
 			continue
 		}
 		if len(got) != len(want) {
-			t.Errorf("version %s: %d sample files over S3, %d local", v, len(got), len(want))
+			t.Errorf("version %s: %d sample files over %s, %d local", v, len(got), loc, len(want))
 			continue
 		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("version %s: sample files differ\ns3:    %q\nlocal: %q", v, got, want)
+			t.Errorf("version %s: sample files differ\nremote: %q\nlocal:  %q", v, got, want)
 		}
 		samples += len(want)
 	}
 	if len(sTree) != len(lTree) {
-		t.Errorf("%d versions over S3, %d local", len(sTree), len(lTree))
+		t.Errorf("%d versions over %s, %d local", len(sTree), loc, len(lTree))
 	}
 	t.Logf("%d versions, %d sample files equal", len(lTree), samples)
 }
