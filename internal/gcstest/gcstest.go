@@ -73,7 +73,15 @@ func ServeFake(wrap func(http.Handler) http.Handler) (*Fake, error) {
 		ln.Close()
 		return nil, err
 	}
-	f := &Fake{Endpoint: "http://" + ln.Addr().String(), Host: ln.Addr().String(), Server: srv, handler: srv.HTTPHandler()}
+	host := ln.Addr().String()
+	fh := srv.HTTPHandler()
+	// GCS serves the XML API whatever name a client used for it (through
+	// a proxy, the proxy's address): the fake only on its public host.
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Host = host
+		fh.ServeHTTP(w, r)
+	})
+	f := &Fake{Endpoint: "http://" + host, Host: host, Server: srv, handler: h}
 	if wrap != nil {
 		f.handler = wrap(f.handler)
 	}
