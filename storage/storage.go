@@ -51,6 +51,15 @@
 //
 // ReadLocalFile and OpenLocalFile give other local reads (an import's
 // source files) the same guarantees.
+//
+// # Object stores
+//
+// Backends for URLs register their scheme (Register): storage/s3store
+// (s3://) and storage/gcsstore (gs://), each configured by its part of
+// Options. What they share lives here: the range planning of remote
+// ranged reads (Coalesce, ReadSpans: neighbouring ranges become one
+// request), table-wide errors (IsTableWide), and the conformance suite
+// every backend passes (storage/storagetest).
 package storage
 
 import (
