@@ -87,7 +87,9 @@ func TestMountGCSRefuses(t *testing.T) {
 	gcstest.UploadDir(t, f, "tables", "basic", filepath.Join(logTestdata, "dat-basic_append"))
 	down := gcstest.NewFake(t, nil)
 	down.Stop()
-	key := func(ts *gcstest.TokenServer) gcstest.ServiceAccount { return gcstest.WriteServiceAccount(t, t.TempDir(), ts.URL) }
+	key := func(ts *gcstest.TokenServer) gcstest.ServiceAccount {
+		return gcstest.WriteServiceAccount(t, t.TempDir(), ts.URL)
+	}
 	goodKey := key(gcstest.StartTokenServer(t, good))
 	deniedKey := key(gcstest.StartTokenServer(t, denied))
 	unknownKey := key(gcstest.StartTokenServer(t, "ya29.deltafs-cli-unknown-token-0000"))
