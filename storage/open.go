@@ -11,6 +11,7 @@ import (
 type Options struct {
 	S3    S3Options
 	Azure AzureOptions
+	GCS   GCSOptions
 	// Catalog reaches a catalog for locations that name a table
 	// (uc://catalog.schema.table).
 	Catalog CatalogOptions
@@ -54,6 +55,21 @@ type AzureOptions struct {
 	// string's BlobEndpoint, else derived from the location.
 	Endpoint  string
 	Anonymous bool // no credentials (public containers)
+	// Timeout bounds one attempt of a request (0: the backend's default).
+	Timeout time.Duration
+	// MaxAttempts bounds the attempts of one request, the first included
+	// (0: the backend's default).
+	MaxAttempts int
+}
+
+// GCSOptions are the flags for gs:// locations (see the GCS backend).
+type GCSOptions struct {
+	// Endpoint overrides the JSON API endpoint (http://host:port, for
+	// fake-gcs-server and private endpoints); requests stay authenticated
+	// unless Anonymous. STORAGE_EMULATOR_HOST works as with Google's SDK:
+	// that endpoint, without authentication.
+	Endpoint  string
+	Anonymous bool
 	// Timeout bounds one attempt of a request (0: the backend's default).
 	Timeout time.Duration
 	// MaxAttempts bounds the attempts of one request, the first included

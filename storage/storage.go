@@ -4,10 +4,10 @@
 // layer, the cache) speaks in keys relative to the table root, with '/' as the
 // separator, whatever the backend.
 //
-// Backends: Local (a directory) here; storage/s3store (s3://) and
-// storage/azstore (abfss://, az://, wasbs://) register their schemes with
-// Register, and Open picks one by the location's scheme. Object stores
-// share ReadCoalesced (coalesce.go) for their RangeReader.
+// Backends: Local (a directory) here; storage/s3store (s3://),
+// storage/azstore (abfss://, az://, wasbs://) and storage/gcsstore (gs://)
+// register their schemes with Register, and Open picks one by the
+// location's scheme.
 //
 // # Contract
 //
@@ -56,6 +56,14 @@
 //
 // ReadLocalFile and OpenLocalFile give other local reads (an import's
 // source files) the same guarantees.
+//
+// # Object stores
+//
+// Backends for URLs register their scheme (Register), each configured by
+// its part of Options. What they share lives here: coalesced ranged reads
+// (ReadCoalesced: neighbouring ranges become one request), table-wide
+// errors (IsTableWide), and the conformance suite
+// every backend passes (storage/storagetest).
 package storage
 
 import (

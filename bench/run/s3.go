@@ -52,44 +52,10 @@ func s3Figures() []figure {
 }
 
 func s3WorkloadRun(b *bench) error {
-	name, src := "mnist-train", "testdata/mnist/mnist-train.npy.gz"
-	var extra []string
-	if *s3Rows > 0 {
-		name = "s3-smoke-" + strconv.Itoa(*s3Rows)
-		src = filepath.Join(b.out, "npy", name+".npy")
-		if err := writeNPY(src, *s3Rows, 784, func(i int, d []byte) {
-			for j := range d {
-				d[j] = byte(i*31 + j*7)
-			}
-		}); err != nil {
-			return err
-		}
-		extra = []string{"--rows-per-file", strconv.Itoa(max(*s3Rows/6, 1))}
-	} else {
-		extra = []string{"--rows-per-file", "10000"}
-	}
-	table, err := b.table(name, src, extra...)
+	name, table, dataBytes, err := b.s3Table()
 	if err != nil {
 		return err
 	}
-	// The bytes a full epoch needs from S3: the data files (every live
-	// row is read once). Fetching more means reading something twice or
-	// reading what no sample needs. The samples' decoded bytes are smaller
-	// or larger by the compression ratio, so they are reported apart.
-	var dataBytes float64
-	ents, err := os.ReadDir(table)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && filepath.Ext(e.Name()) == ".parquet" {
-			dataBytes += float64(fi.Size())
-		}
-	}
-	if dataBytes == 0 {
-		return fmt.Errorf("%s: no data files", table)
-	}
-
 	fake, err := s3test.ServeFake(nil)
 	if err != nil {
 		return err
@@ -142,6 +108,50 @@ func s3WorkloadRun(b *bench) error {
 	return nil
 }
 
+// s3Table imports the object store workloads' table (S3's and GCS's): the
+// 60,000 MNIST training digits, or -s3-rows generated rows; dataBytes is
+// the size of its data files, the bytes a full epoch needs.
+func (b *bench) s3Table() (name, table string, dataBytes float64, err error) {
+	var src string
+	name, src = "mnist-train", "testdata/mnist/mnist-train.npy.gz"
+	var extra []string
+	if *s3Rows > 0 {
+		name = "s3-smoke-" + strconv.Itoa(*s3Rows)
+		src = filepath.Join(b.out, "npy", name+".npy")
+		if err := writeNPY(src, *s3Rows, 784, func(i int, d []byte) {
+			for j := range d {
+				d[j] = byte(i*31 + j*7)
+			}
+		}); err != nil {
+			return "", "", 0, err
+		}
+		extra = []string{"--rows-per-file", strconv.Itoa(max(*s3Rows/6, 1))}
+	} else {
+		extra = []string{"--rows-per-file", "10000"}
+	}
+	table, err = b.table(name, src, extra...)
+	if err != nil {
+		return "", "", 0, err
+	}
+	// The bytes a full epoch needs from S3: the data files (every live
+	// row is read once). Fetching more means reading something twice or
+	// reading what no sample needs. The samples' decoded bytes are smaller
+	// or larger by the compression ratio, so they are reported apart.
+	ents, err := os.ReadDir(table)
+	if err != nil {
+		return "", "", 0, err
+	}
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && filepath.Ext(e.Name()) == ".parquet" {
+			dataBytes += float64(fi.Size())
+		}
+	}
+	if dataBytes == 0 {
+		return "", "", 0, fmt.Errorf("%s: no data files", table)
+	}
+	return name, table, dataBytes, nil
+}
+
 // epochCost is what one cold epoch over S3 read and cost.
 type epochCost struct {
 	files, sampleBytes     float64 // what the samples hold
@@ -183,7 +193,7 @@ func (b *bench) coldEpoch(table string, threads int, flags ...string) (float64, 
 	if err != nil {
 		return 0, c, err
 	}
-	for _, store := range []string{"s3", "azure"} { // the object store's counters, when the table is in one
+	for _, store := range []string{"s3", "azure", "gcs"} { // the object store's counters, when the table is in one
 		if _, ok := s[store]; ok {
 			c.fetched, c.gets, c.retries = number(s, store+".BytesFetched"), number(s, store+".Gets"), number(s, store+".Retries")
 			if c.fetched <= 0 || c.gets <= 0 {

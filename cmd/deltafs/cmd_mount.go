@@ -17,6 +17,7 @@ import (
 	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/azstore"
+	"github.com/deltafs/deltafs/storage/gcsstore"
 	"github.com/deltafs/deltafs/storage/s3store"
 	"github.com/deltafs/deltafs/table"
 )
@@ -327,6 +328,8 @@ func mountStats(root *dfs.Root, t *table.Table) any {
 		out["s3"] = b.Stats()
 	case interface{ Stats() azstore.Stats }:
 		out["azure"] = b.Stats()
+	case interface{ Stats() gcsstore.Stats }:
+		out["gcs"] = b.Stats()
 	}
 	return out
 }

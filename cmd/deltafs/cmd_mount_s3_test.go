@@ -205,7 +205,7 @@ func compareRemoteTable(t *testing.T, bin, loc string, flags []string, name, loc
 	lOut, lErr, lCode := runBin(t, bin, time.Minute, "log", "--json", local)
 	sOut, sErr, sCode := runBin(t, bin, time.Minute, append([]string{"log", "--json", loc}, flags...)...)
 	if sCode != lCode || sOut != lOut || strings.ReplaceAll(sErr, loc, "TABLE") != strings.ReplaceAll(lErr, local, "TABLE") {
-		t.Fatalf("deltafs log --json differs:\nlocal (exit %d):\n%s%s\ns3 (exit %d):\n%s%s", lCode, lOut, lErr, sCode, sOut, sErr)
+		t.Fatalf("deltafs log --json differs:\nlocal (exit %d):\n%s%s\n%s (exit %d):\n%s%s", lCode, lOut, lErr, loc, sCode, sOut, sErr)
 	}
 	if lCode == 0 && strings.Count(lOut, "\n") == 0 {
 		t.Fatalf("log --json printed nothing")
@@ -214,7 +214,7 @@ func compareRemoteTable(t *testing.T, bin, loc string, flags []string, name, loc
 	lTree, lRefused := mountedTree(t, bin, local)
 	sTree, sRefused := mountedTree(t, bin, loc, flags...)
 	if strings.ReplaceAll(sRefused, loc, "TABLE") != strings.ReplaceAll(lRefused, local, "TABLE") {
-		t.Fatalf("mount refusal differs:\nlocal: %s\ns3:    %s", lRefused, sRefused)
+		t.Fatalf("mount refusal differs:\nlocal:  %s\nremote: %s", lRefused, sRefused)
 	}
 	if lRefused != "" {
 		if !mustRefuse[name] && !s3MayRefuse[name] {
@@ -233,20 +233,20 @@ func compareRemoteTable(t *testing.T, bin, loc string, flags []string, name, loc
 	for v, want := range lTree {
 		got, ok := sTree[v]
 		if !ok {
-			t.Errorf("version %s: missing over S3", v)
+			t.Errorf("version %s: missing over %s", v, loc)
 			continue
 		}
 		if len(got) != len(want) {
-			t.Errorf("version %s: %d sample files over S3, %d local", v, len(got), len(want))
+			t.Errorf("version %s: %d sample files over %s, %d local", v, len(got), loc, len(want))
 			continue
 		}
 		if strings.Join(got, "\n") != strings.Join(want, "\n") {
-			t.Errorf("version %s: sample files differ\ns3:    %q\nlocal: %q", v, got, want)
+			t.Errorf("version %s: sample files differ\nremote: %q\nlocal:  %q", v, got, want)
 		}
 		samples += len(want)
 	}
 	if len(sTree) != len(lTree) {
-		t.Errorf("%d versions over S3, %d local", len(sTree), len(lTree))
+		t.Errorf("%d versions over %s, %d local", len(sTree), loc, len(lTree))
 	}
 	t.Logf("%d versions, %d sample files equal", len(lTree), samples)
 }

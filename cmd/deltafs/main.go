@@ -19,6 +19,7 @@ import (
 	_ "github.com/deltafs/deltafs/catalog/unity" // uc://catalog.schema.table
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/azstore"
+	"github.com/deltafs/deltafs/storage/gcsstore"
 	"github.com/deltafs/deltafs/storage/s3store"
 	"github.com/deltafs/deltafs/table"
 )
@@ -51,6 +52,10 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 			return usageError{errors.New("--azure-retries and --azure-timeout must not be negative")}
 		}
 		global.storage.Azure.MaxAttempts = azRetries + 1
+		if gcsRetries < 0 || global.storage.GCS.Timeout < 0 {
+			return usageError{errors.New("--gcs-retries and --gcs-timeout must not be negative")}
+		}
+		global.storage.GCS.MaxAttempts = gcsRetries + 1
 		global.storage.S3.MaxAttempts = s3Retries + 1
 		global.storage.S3.DownAfter = s3DownAfter
 		if s3DownAfter == 0 {
@@ -77,6 +82,10 @@ func init() {
 	pf.BoolVar(&global.storage.Azure.Anonymous, "azure-anonymous", false, "Azure: send requests without credentials (public containers)")
 	pf.DurationVar(&global.storage.Azure.Timeout, "azure-timeout", azstore.DefaultRequestTimeout, "Azure: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
 	pf.IntVar(&azRetries, "azure-retries", azstore.DefaultMaxAttempts-1, "Azure: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
+	pf.StringVar(&global.storage.GCS.Endpoint, "gcs-endpoint", "", "GCS endpoint URL (fake-gcs-server, private endpoints); requests stay authenticated (default: STORAGE_EMULATOR_HOST without authentication, else Google)")
+	pf.BoolVar(&global.storage.GCS.Anonymous, "gcs-anonymous", false, "send unauthenticated GCS requests (public buckets)")
+	pf.DurationVar(&global.storage.GCS.Timeout, "gcs-timeout", gcsstore.DefaultRequestTimeout, "GCS: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
+	pf.IntVar(&gcsRetries, "gcs-retries", gcsstore.DefaultMaxAttempts-1, "GCS: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
 	rootCmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 }
 
@@ -84,6 +93,7 @@ func init() {
 // s3DownAfter is --s3-down-after (0, never, is DownAfter -1).
 var (
 	azRetries   int // --azure-retries
+	gcsRetries  int // --gcs-retries (global.storage.GCS.MaxAttempts minus one)
 	s3Retries   int
 	s3DownAfter time.Duration
 )

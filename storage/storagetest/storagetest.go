@@ -1,6 +1,6 @@
 // Package storagetest is a conformance suite for storage.Storage backends:
-// every backend (storage.Local, the S3 store on each test server) must pass
-// Run. It checks the contract documented in package storage: listing order,
+// every backend (storage.Local, the S3 store on each test server, the GCS
+// store on fake-gcs-server) must pass Run. It checks the contract documented in package storage: listing order,
 // prefixes and startAfter; Stat; ReadAt with io.ReaderAt's EOF semantics;
 // put and put-if-absent (also under a race); not-exist errors; keys with
 // characters that need escaping.

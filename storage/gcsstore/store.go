@@ -1,0 +1,415 @@
+package gcsstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	gcs "cloud.google.com/go/storage"
+	gax "github.com/googleapis/gax-go/v2"
+	"golang.org/x/oauth2"
+	"golang.org/x/oauth2/google"
+	"google.golang.org/api/option"
+
+	"github.com/deltafs/deltafs/storage"
+)
+
+func init() {
+	storage.Register("gs", func(ctx context.Context, location string, opts storage.Options) (storage.Storage, error) {
+		s, err := New(ctx, location, opts.GCS)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	})
+}
+
+// Defaults of Options.
+const (
+	DefaultMaxAttempts    = 5
+	DefaultMaxBackoff     = 4 * time.Second
+	DefaultRequestTimeout = 30 * time.Second
+	DefaultConnectTimeout = 5 * time.Second
+	DefaultMaxConcurrency = 64
+	DefaultCoalesceGap    = 64 << 10
+	DefaultMaxCoalesce    = 16 << 20
+)
+
+// LastCheckpointKey is the one key of a Delta table that is rewritten in
+// place; by default it is never pinned (see Options.Mutable).
+const LastCheckpointKey = "_delta_log/_last_checkpoint"
+
+// EmulatorEnv is the environment variable of Google's SDK that points it
+// at an emulator (fake-gcs-server): host:port or a URL, no authentication.
+const EmulatorEnv = "STORAGE_EMULATOR_HOST"
+
+// Options configure a Store. The zero value of every field means its
+// default.
+type Options struct {
+	// The CLI's options: endpoint, anonymous.
+	storage.GCSOptions
+
+	// TokenSource replaces Google's credential chain (application default
+	// credentials). Ignored with Anonymous or an emulator.
+	TokenSource oauth2.TokenSource
+
+	// MaxAttempts bounds the attempts of one request, the first included
+	// (default 5).
+	MaxAttempts int
+	// MaxBackoff caps the jittered exponential delay between attempts
+	// (default 4 s; the delay before attempt n+1 is uniform in
+	// (0, min(MaxBackoff, 2^(n-1) s)]).
+	MaxBackoff time.Duration
+	// RequestTimeout bounds one attempt from sending the request to reading
+	// the last byte of its body (default 30 s).
+	RequestTimeout time.Duration
+	// ConnectTimeout bounds connecting, TCP and TLS (default 5 s).
+	ConnectTimeout time.Duration
+	// MaxConcurrency bounds the HTTP requests in flight (default 64).
+	MaxConcurrency int
+	// CoalesceGap and MaxCoalesce: see storage.ReadCoalesced (defaults 64 KiB
+	// and 16 MiB).
+	CoalesceGap, MaxCoalesce int64
+	// Mutable reports keys whose content may legitimately change and that
+	// are therefore never pinned (default: LastCheckpointKey only).
+	Mutable func(key string) bool
+	// Logger receives retries (the first of a minute at info level, the
+	// others at debug); default slog.Default(). Nothing logged contains
+	// credentials.
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = DefaultMaxAttempts
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = DefaultMaxBackoff
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.MaxConcurrency <= 0 {
+		o.MaxConcurrency = DefaultMaxConcurrency
+	}
+	if o.CoalesceGap == 0 {
+		o.CoalesceGap = DefaultCoalesceGap
+	}
+	if o.MaxCoalesce <= 0 {
+		o.MaxCoalesce = DefaultMaxCoalesce
+	}
+	if o.Mutable == nil {
+		o.Mutable = func(key string) bool { return key == LastCheckpointKey }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Store is a Delta table under a GCS prefix. It implements storage.Storage,
+// storage.RangeReader and io.Closer; all methods are safe for concurrent
+// use.
+type Store struct {
+	client     *gcs.Client
+	bucket     *gcs.BucketHandle
+	bucketName string
+	prefix     string // "" or ends in '/'
+	loc        string // gs://bucket[/prefix]
+	endpoint   string // scheme://host requests go to, for messages
+	opts       Options
+	log        *slog.Logger
+	transport  *http.Transport
+	sem        chan struct{}
+
+	// life ends at Close: it cancels every operation in flight.
+	life context.Context
+	stop context.CancelFunc
+
+	pinMu sync.RWMutex
+	pins  map[string]pin
+
+	noticeMu   sync.Mutex
+	lastNotice time.Time
+
+	st counters
+}
+
+// New opens the table at location (gs://bucket/prefix) with the CLI's
+// options and default tuning otherwise. See NewWithOptions.
+func New(ctx context.Context, location string, opts storage.GCSOptions) (*Store, error) {
+	return NewWithOptions(ctx, location, Options{GCSOptions: opts, RequestTimeout: opts.Timeout, MaxAttempts: opts.MaxAttempts})
+}
+
+// NewWithOptions opens the table at location. Unless Anonymous or an
+// emulator, it finds credentials the way Google's libraries do
+// (GOOGLE_APPLICATION_CREDENTIALS, gcloud's application default
+// credentials, the metadata server) and gets an access token once, so that
+// missing or refused credentials fail here with one clear line rather than
+// at the first read. It sends no request to the bucket.
+func NewWithOptions(ctx context.Context, location string, o Options) (*Store, error) {
+	bucket, prefix, err := ParseLocation(location)
+	if err != nil {
+		return nil, err
+	}
+	o.setDefaults()
+	s := &Store{
+		bucketName: bucket,
+		prefix:     prefix,
+		loc:        "gs://" + bucket,
+		opts:       o,
+		log:        o.Logger,
+		sem:        make(chan struct{}, o.MaxConcurrency),
+		pins:       map[string]pin{},
+	}
+	if prefix != "" {
+		s.loc += "/" + strings.TrimSuffix(prefix, "/")
+	}
+	s.life, s.stop = context.WithCancel(context.Background())
+
+	endpoint, err := s.endpointOption(o.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	emulator := o.Endpoint == "" && os.Getenv(EmulatorEnv) != ""
+
+	s.transport = &http.Transport{
+		Proxy: http.ProxyFromEnvironment,
+		DialContext: (&net.Dialer{
+			Timeout:   o.ConnectTimeout,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          o.MaxConcurrency,
+		MaxIdleConnsPerHost:   o.MaxConcurrency,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   o.ConnectTimeout,
+		ExpectContinueTimeout: time.Second,
+	}
+	var rt http.RoundTripper = &meter{s: s, next: s.transport}
+	if !o.Anonymous && !emulator {
+		ts, err := s.tokenSource(ctx, o.TokenSource)
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		rt = &oauth2.Transport{Source: ts, Base: rt}
+	}
+	hc := &http.Client{Transport: rt, Timeout: o.RequestTimeout}
+
+	// Authentication is the transport's (or none): the SDK must not look
+	// for credentials of its own.
+	copts := []option.ClientOption{option.WithHTTPClient(hc), option.WithoutAuthentication(), gcs.WithDisabledClientMetrics()}
+	if endpoint != "" {
+		copts = append(copts, option.WithEndpoint(endpoint))
+	}
+	s.client, err = gcs.NewClient(ctx, copts...)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("%s: %v", s.loc, err)
+	}
+	s.client.SetRetry(
+		gcs.WithMaxAttempts(o.MaxAttempts),
+		gcs.WithBackoff(gax.Backoff{Initial: min(time.Second, o.MaxBackoff), Max: o.MaxBackoff, Multiplier: 2}),
+		// Every request deltafs sends is safe to repeat: reads, lists, and
+		// puts of whole objects (conditional ones are checked, see Put).
+		gcs.WithPolicy(gcs.RetryAlways),
+		gcs.WithErrorFuncWithContext(s.shouldRetry),
+	)
+	s.bucket = s.client.Bucket(bucket)
+	return s, nil
+}
+
+// endpointOption turns --gcs-endpoint (http://host:port, or a full JSON
+// API URL) into the SDK's endpoint option, and records where requests go.
+func (s *Store) endpointOption(ep string) (string, error) {
+	if ep == "" {
+		s.endpoint = "https://storage.googleapis.com"
+		if h := os.Getenv(EmulatorEnv); h != "" {
+			if !strings.Contains(h, "://") {
+				h = "http://" + h
+			}
+			s.endpoint = strings.TrimSuffix(h, "/")
+		}
+		return "", nil
+	}
+	u, err := url.Parse(ep)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil {
+		return "", fmt.Errorf("--gcs-endpoint: want http(s)://host[:port][/storage/v1/]")
+	}
+	s.endpoint = u.Scheme + "://" + u.Host
+	if strings.Trim(u.Path, "/") == "" {
+		u.Path = "/storage/v1/"
+	}
+	if !strings.HasSuffix(u.Path, "/") {
+		u.Path += "/"
+	}
+	return u.String(), nil
+}
+
+// tokenSource finds the credentials (ts, else application default
+// credentials) and gets a first token, within 30 s.
+func (s *Store) tokenSource(ctx context.Context, ts oauth2.TokenSource) (oauth2.TokenSource, error) {
+	// Token requests (service-account keys, user credentials) go through
+	// a bounded client, never http.DefaultClient.
+	tctx := context.WithValue(context.Background(), oauth2.HTTPClient, &http.Client{Timeout: 30 * time.Second})
+	if ts == nil {
+		creds, err := google.FindDefaultCredentials(tctx, gcs.ScopeReadWrite)
+		if err != nil {
+			return nil, &Error{Location: s.loc, Op: "credentials", Reason: reasonNoCredentials, Err: oneLine(err), tableWide: true, Permanent: true}
+		}
+		ts = creds.TokenSource
+	}
+	type result struct {
+		tok *oauth2.Token
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		tok, err := ts.Token()
+		ch <- result{tok, err}
+	}()
+	var r result
+	select {
+	case r = <-ch:
+	case <-ctx.Done():
+		return nil, &Error{Location: s.loc, Op: "credentials", Reason: ctx.Err().Error(), kind: ctx.Err(), Permanent: true, quiet: true}
+	case <-time.After(30 * time.Second):
+		r.err = errors.New("no token within 30s")
+	}
+	if r.err != nil {
+		return nil, s.tokenError(r.err)
+	}
+	return oauth2.ReuseTokenSource(r.tok, ts), nil
+}
+
+// ParseLocation splits gs://bucket/prefix into the bucket and the key
+// prefix of the table ("" or ending in '/'). Locations that carry
+// credentials, a port, a query or a fragment are refused; the error never
+// repeats credentials.
+func ParseLocation(location string) (bucket, prefix string, err error) {
+	u, err := url.Parse(location)
+	if err != nil {
+		return "", "", fmt.Errorf("gs location: not a valid URL")
+	}
+	if u.User != nil {
+		return "", "", errors.New("gs location must not contain credentials (user:secret@); use Google's credential chain (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, the metadata server)")
+	}
+	if u.Scheme != "gs" {
+		return "", "", fmt.Errorf("%s: not a gs:// location", location)
+	}
+	if u.Host == "" || u.Port() != "" {
+		return "", "", fmt.Errorf("%s: expected gs://bucket/prefix", location)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return "", "", fmt.Errorf("%s: a gs location has no query or fragment", location)
+	}
+	prefix = strings.Trim(u.Path, "/")
+	if prefix != "" {
+		prefix += "/"
+	}
+	return u.Host, prefix, nil
+}
+
+// Location implements storage.Storage: gs://bucket/prefix.
+func (s *Store) Location() string { return s.loc }
+
+// Close ends the store: operations in flight fail at once, later ones fail
+// with "store closed", idle connections are closed. A mount closes its
+// store as it unmounts. Close may be called more than once.
+func (s *Store) Close() error {
+	s.stop()
+	s.transport.CloseIdleConnections()
+	if s.client != nil {
+		// The SDK's Close only releases its own resources.
+		_ = s.client.Close()
+	}
+	return nil
+}
+
+func (s *Store) fullKey(key string) string { return s.prefix + key }
+
+func checkKey(key string) error {
+	if key == "" || strings.HasPrefix(key, "/") {
+		return fmt.Errorf("gcs: invalid key %q", key)
+	}
+	return nil
+}
+
+// opState follows one operation, with its retries, down to the transport.
+type opState struct {
+	op, key  string
+	attempts atomic.Int64
+}
+
+type opKey struct{}
+
+// withOp starts an operation: its context carries the opState, is
+// cancelled by Close, and ends after the longest its attempts and backoffs
+// may take, so that nothing outlives that bound (a server that answers
+// and then stalls every body would otherwise be reopened for ever).
+func (s *Store) withOp(ctx context.Context, op, key string) (context.Context, *opState, func()) {
+	st := &opState{op: op, key: key}
+	bound := time.Duration(s.opts.MaxAttempts)*(s.opts.RequestTimeout+s.opts.MaxBackoff) + s.opts.ConnectTimeout
+	octx, cancel := context.WithTimeout(context.WithValue(ctx, opKey{}, st), bound)
+	stop := context.AfterFunc(s.life, cancel)
+	return octx, st, func() {
+		stop()
+		cancel()
+		if n := st.attempts.Load(); n > 1 {
+			s.st.retries.Add(n - 1)
+		}
+	}
+}
+
+// shouldRetry is the SDK's retry decision: Google's (408, 429, 5xx,
+// resets, refused connections, cut bodies) plus attempt timeouts, never
+// after Close. The first retry of a minute is logged at info level.
+func (s *Store) shouldRetry(err error, rc *gcs.RetryContext) bool {
+	if s.life.Err() != nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var ne net.Error
+	// An attempt past RequestTimeout is a timeout (it also matches
+	// context.DeadlineExceeded); the SDK stops by itself once the
+	// operation's context is done.
+	retry := gcs.ShouldRetry(err) || (errors.As(err, &ne) && ne.Timeout())
+	if !retry {
+		return false
+	}
+	if rc != nil && rc.Attempt < s.opts.MaxAttempts {
+		key, _ := strings.CutPrefix(rc.Object, s.prefix)
+		s.notice("gcs: a request failed; retrying", "op", rc.Operation, "key", key,
+			"attempt", fmt.Sprintf("%d of %d", rc.Attempt+1, s.opts.MaxAttempts), "cause", describe(err))
+	}
+	return true
+}
+
+// notice logs trouble that may pass: at info level once a minute, else at
+// debug level.
+func (s *Store) notice(msg string, args ...any) {
+	s.noticeMu.Lock()
+	now := time.Now()
+	info := now.Sub(s.lastNotice) >= time.Minute
+	if info {
+		s.lastNotice = now
+	}
+	s.noticeMu.Unlock()
+	args = append([]any{"location", s.loc}, args...)
+	if info {
+		s.log.Info(msg, args...)
+	} else {
+		s.log.Debug(msg, args...)
+	}
+}
