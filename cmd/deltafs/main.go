@@ -19,6 +19,7 @@ import (
 	_ "github.com/deltafs/deltafs/catalog/unity" // uc://catalog.schema.table
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/s3store"
+	_ "github.com/deltafs/deltafs/storage/sharing" // PROFILE.share#share.schema.table
 	"github.com/deltafs/deltafs/table"
 )
 
