@@ -85,9 +85,30 @@ var openers = map[string]Opener{}
 // Register makes a scheme ("s3") available to Open. Backends call it from init.
 func Register(scheme string, o Opener) { openers[scheme] = o }
 
-// Open returns the storage for a table location: a local path, or a URL
-// whose scheme a backend registered.
+// matcher claims locations that have no scheme of their own (Delta
+// Sharing's PROFILE.share#share.schema.table).
+type matcher struct {
+	match func(location string) bool
+	open  Opener
+}
+
+var matchers []matcher
+
+// RegisterMatch makes Open hand the locations match accepts to o, before
+// any scheme or local path is considered. Backends call it from init.
+func RegisterMatch(match func(location string) bool, o Opener) {
+	matchers = append(matchers, matcher{match, o})
+}
+
+// Open returns the storage for a table location: a local path, a URL
+// whose scheme a backend registered, or a location a backend claimed with
+// RegisterMatch.
 func Open(ctx context.Context, location string, opts Options) (Storage, error) {
+	for _, m := range matchers {
+		if m.match(location) {
+			return m.open(ctx, location, opts)
+		}
+	}
 	if i := strings.Index(location, "://"); i > 0 {
 		scheme := location[:i]
 		if scheme == "file" {
@@ -100,4 +121,15 @@ func Open(ctx context.Context, location string, opts Options) (Storage, error) {
 		return o(ctx, location, opts)
 	}
 	return NewLocal(location)
+}
+
+// Claimed reports whether a backend claimed location with RegisterMatch
+// (it is then no local path, though it has no scheme).
+func Claimed(location string) bool {
+	for _, m := range matchers {
+		if m.match(location) {
+			return true
+		}
+	}
+	return false
 }

@@ -79,7 +79,7 @@ func (t *Table) Counts() Counts { return t.counted.counts() }
 func Open(ctx context.Context, opts Options) (*Table, error) {
 	st := opts.Store
 	if st == nil {
-		if opts.Spec != nil && !strings.Contains(opts.Location, "://") {
+		if opts.Spec != nil && !strings.Contains(opts.Location, "://") && !storage.Claimed(opts.Location) {
 			if _, err := os.Stat(opts.Location); errors.Is(err, os.ErrNotExist) {
 				return nil, fmt.Errorf("%s: no such table: the directory does not exist", opts.Location)
 			}

@@ -21,6 +21,7 @@ import (
 	"github.com/deltafs/deltafs/storage/azstore"
 	"github.com/deltafs/deltafs/storage/gcsstore"
 	"github.com/deltafs/deltafs/storage/s3store"
+	_ "github.com/deltafs/deltafs/storage/sharing" // PROFILE.share#share.schema.table
 	"github.com/deltafs/deltafs/table"
 )
 

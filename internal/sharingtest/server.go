@@ -1,0 +1,362 @@
+// Package sharingtest is a Delta Sharing server for tests, following
+// PROTOCOL.md of delta-io/delta-sharing for the endpoints deltafs uses:
+// Query Table Version (GET .../version) and Read Data from a Table (POST
+// .../query, snapshot queries by version or current, responseformat=delta),
+// with the real field names, status codes and {"errorCode", "message"}
+// error bodies. It serves real tables from a local directory, read with
+// deltafs's own log replay (package snapshot), and their files through
+// pre-signed URLs: HMAC-signed URLs on an HTTP file handler, valid for a
+// short lifetime, so that clients must renew them for real.
+//
+// Deviations: only the two endpoints above; queries with startingVersion,
+// timestamp or predicates, and the parquet response format, are answered
+// 400 (deltafs sends none of them).
+package sharingtest
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/snapshot"
+	"github.com/deltafs/deltafs/storage"
+)
+
+// Prefix is the API's {prefix}.
+const Prefix = "/delta-sharing"
+
+// Server is a running sharing server.
+type Server struct {
+	URL      string // the server, without the prefix
+	Endpoint string // URL + Prefix: a profile's endpoint
+	Token    string
+
+	lifetime time.Duration
+	key      []byte
+	history  atomic.Bool
+
+	mu     sync.Mutex
+	tables map[string]*table // by lower-case share.schema.table
+
+	// Counters of file requests.
+	Served  atomic.Int64 // answered with data
+	Expired atomic.Int64 // refused: the URL had expired
+	Refused atomic.Int64 // refused: a bad signature
+	Queries atomic.Int64 // query requests answered 200
+}
+
+type table struct {
+	dir string
+	id  string
+	t   *snapshot.Table
+}
+
+// Start starts a server whose URLs live for lifetime; history is shared
+// until SetHistory(false).
+func Start(t testing.TB, lifetime time.Duration) *Server {
+	s := &Server{lifetime: lifetime, key: randomBytes(32), Token: "dss-" + hex.EncodeToString(randomBytes(16)), tables: map[string]*table{}}
+	s.history.Store(true)
+	mux := http.NewServeMux()
+	mux.HandleFunc(Prefix+"/", s.api)
+	mux.HandleFunc("/lake/", s.file)
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	s.URL = srv.URL
+	s.Endpoint = srv.URL + Prefix
+	return s
+}
+
+// SetHistory shares the tables' history (version queries) or not.
+func (s *Server) SetHistory(on bool) { s.history.Store(on) }
+
+// AddTable shares the table in dir as share.schema.name.
+func (s *Server) AddTable(t testing.TB, share, schema, name, dir string) {
+	st, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A table deltafs cannot read (an unsupported protocol) is shared
+	// all the same: its queries fail as the server's 400.
+	tb, _ := snapshot.Open(context.Background(), st)
+	full := strings.ToLower(share + "." + schema + "." + name)
+	s.mu.Lock()
+	s.tables[full] = &table{dir: dir, id: hex.EncodeToString(randomBytes(8)), t: tb}
+	s.mu.Unlock()
+}
+
+// WriteProfile writes a profile file for this server with token.
+func (s *Server) WriteProfile(t testing.TB, path, token string) {
+	b, _ := json.Marshal(map[string]any{"shareCredentialsVersion": 1, "endpoint": s.Endpoint + "/", "bearerToken": token})
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *Server) api(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") != "Bearer "+s.Token {
+		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "The bearer token is missing or incorrect.")
+		return
+	}
+	// shares/{share}/schemas/{schema}/tables/{table}/{version|query}
+	parts := strings.Split(strings.TrimPrefix(r.URL.Path, Prefix+"/"), "/")
+	if len(parts) != 7 || parts[0] != "shares" || parts[2] != "schemas" || parts[4] != "tables" {
+		writeError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", "No such endpoint.")
+		return
+	}
+	full := strings.ToLower(parts[1] + "." + parts[3] + "." + parts[5])
+	s.mu.Lock()
+	tb := s.tables[full]
+	s.mu.Unlock()
+	if tb == nil {
+		writeError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", fmt.Sprintf("Table %s does not exist in the share.", full))
+		return
+	}
+	if tb.t == nil {
+		writeError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", "The table cannot be read by this server.")
+		return
+	}
+	switch {
+	case parts[6] == "version" && r.Method == http.MethodGet:
+		if r.URL.Query().Has("startingTimestamp") {
+			writeError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", "startingTimestamp is not supported by this server.")
+			return
+		}
+		v, err := tb.t.Refresh(r.Context())
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "INTERNAL_ERROR", err.Error())
+			return
+		}
+		w.Header().Set("Delta-Table-Version", strconv.FormatInt(v, 10))
+		w.WriteHeader(http.StatusOK)
+	case parts[6] == "query" && r.Method == http.MethodPost:
+		s.query(w, r, full, tb)
+	default:
+		writeError(w, http.StatusMethodNotAllowed, "INVALID_PARAMETER_VALUE", "Method not allowed.")
+	}
+}
+
+func (s *Server) query(w http.ResponseWriter, r *http.Request, full string, tb *table) {
+	var body struct {
+		Version          *int64          `json:"version"`
+		Timestamp        *string         `json:"timestamp"`
+		StartingVersion  *int64          `json:"startingVersion"`
+		PredicateHints   json.RawMessage `json:"predicateHints"`
+		JSONPredicate    json.RawMessage `json:"jsonPredicateHints"`
+		LimitHint        *int64          `json:"limitHint"`
+		EndingVersion    *int64          `json:"endingVersion"`
+		IncludeHistProto *bool           `json:"includeHistoricalProtocol"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+		writeError(w, http.StatusBadRequest, "MALFORMED_REQUEST", "The request body is not JSON.")
+		return
+	}
+	if !strings.Contains(strings.ToLower(r.Header.Get("delta-sharing-capabilities")), "responseformat=delta") {
+		writeError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", "This server answers in responseformat=delta only.")
+		return
+	}
+	if body.StartingVersion != nil || body.Timestamp != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", "startingVersion and timestamp are not supported by this server.")
+		return
+	}
+	if body.Version != nil && !s.history.Load() {
+		writeError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", "Reading table by version or timestamp is not supported because history sharing is not enabled on table: "+full)
+		return
+	}
+	ctx := r.Context()
+	v, err := tb.t.Refresh(ctx)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "INTERNAL_ERROR", err.Error())
+		return
+	}
+	if body.Version != nil {
+		if *body.Version > v || *body.Version < 0 {
+			writeError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", fmt.Sprintf("Cannot time travel Delta table to version %d. Available versions: [0, %d].", *body.Version, v))
+			return
+		}
+		v = *body.Version
+	}
+	snap, err := tb.t.Snapshot(ctx, v)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", err.Error())
+		return
+	}
+	exp := time.Now().Add(s.lifetime).UnixMilli()
+	var lines []any
+	lines = append(lines, map[string]any{"protocol": map[string]any{"deltaProtocol": deltaProtocol(snap.Protocol)}})
+	md := map[string]any{"deltaMetadata": snap.Metadata, "location": "s3://lake/" + tb.id, "accessModes": []string{"url"}}
+	if body.Version != nil {
+		md["version"] = v
+	}
+	lines = append(lines, map[string]any{"metaData": md})
+	for _, f := range snap.Files {
+		key, err := snap.FileKey(f.Path)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "INTERNAL_ERROR", err.Error())
+			return
+		}
+		add := *f
+		add.Path = s.sign(tb.id, key, exp)
+		if dv := f.DeletionVector; dv != nil && dv.StorageType != "i" {
+			dk, err := dvKey(snap, dv)
+			if err != nil {
+				writeError(w, http.StatusInternalServerError, "INTERNAL_ERROR", err.Error())
+				return
+			}
+			d := *dv
+			d.StorageType, d.PathOrInlineDv = "p", s.sign(tb.id, dk, exp)
+			add.DeletionVector = &d
+		}
+		sum := sha256.Sum256([]byte(f.Path))
+		file := map[string]any{"id": hex.EncodeToString(sum[:16]), "expirationTimestamp": exp, "deltaSingleAction": map[string]any{"add": &add}}
+		if f.DeletionVector != nil {
+			dsum := sha256.Sum256([]byte(f.DeletionVector.UniqueID()))
+			file["deletionVectorFileId"] = hex.EncodeToString(dsum[:16])
+		}
+		if body.Version != nil {
+			file["version"] = v
+			file["timestamp"] = snap.Timestamp.UnixMilli()
+		}
+		lines = append(lines, map[string]any{"file": file})
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson; charset=utf-8")
+	w.Header().Set("Delta-Table-Version", strconv.FormatInt(v, 10))
+	w.Header().Set("delta-sharing-capabilities", "responseformat=delta")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	for _, l := range lines {
+		_ = enc.Encode(l)
+	}
+	s.Queries.Add(1)
+}
+
+// deltaProtocol is the protocol action as the log has it: reader (writer)
+// features listed, empty or not, from reader version 3 (writer version 7).
+func deltaProtocol(p snapshot.Protocol) map[string]any {
+	m := map[string]any{"minReaderVersion": p.MinReaderVersion, "minWriterVersion": p.MinWriterVersion}
+	if p.MinReaderVersion >= 3 {
+		m["readerFeatures"] = append([]string{}, p.ReaderFeatures...)
+	}
+	if p.MinWriterVersion >= 7 {
+		m["writerFeatures"] = append([]string{}, p.WriterFeatures...)
+	}
+	return m
+}
+
+// dvKey is the key of a 'u' or 'p' deletion vector's file.
+func dvKey(snap *snapshot.Snapshot, dv *snapshot.DeletionVector) (string, error) {
+	if dv.StorageType == "p" {
+		return snap.FileKey(dv.PathOrInlineDv)
+	}
+	s := dv.PathOrInlineDv
+	if len(s) < 20 {
+		return "", fmt.Errorf("bad deletion vector path %q", s)
+	}
+	raw, err := z85Decode(s[len(s)-20:])
+	if err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("deletion_vector_%x-%x-%x-%x-%x.bin", raw[0:4], raw[4:6], raw[6:8], raw[8:10], raw[10:16])
+	if p := s[:len(s)-20]; p != "" {
+		return snap.FileKey(p + "/" + name)
+	}
+	return name, nil
+}
+
+const z85Chars = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+
+func z85Decode(s string) ([]byte, error) {
+	out := make([]byte, 0, len(s)*4/5)
+	for i := 0; i+5 <= len(s); i += 5 {
+		var v uint32
+		for j := 0; j < 5; j++ {
+			k := strings.IndexByte(z85Chars, s[i+j])
+			if k < 0 {
+				return nil, fmt.Errorf("bad z85 %q", s)
+			}
+			v = v*85 + uint32(k)
+		}
+		out = append(out, byte(v>>24), byte(v>>16), byte(v>>8), byte(v))
+	}
+	return out, nil
+}
+
+// sign is the pre-signed URL of a table's file, valid until exp (Unix ms).
+func (s *Server) sign(id, key string, exp int64) string {
+	p := "/lake/" + id + "/" + key
+	q := url.Values{"X-Expires": {strconv.FormatInt(exp, 10)}, "X-Signature": {s.mac(p, exp)}}
+	return s.URL + (&url.URL{Path: p}).EscapedPath() + "?" + q.Encode()
+}
+
+func (s *Server) mac(p string, exp int64) string {
+	h := hmac.New(sha256.New, s.key)
+	fmt.Fprintf(h, "%s\n%d", p, exp)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// file serves a pre-signed URL: 403 once expired or when the signature is
+// wrong (as S3 does), else the file with Range support.
+func (s *Server) file(w http.ResponseWriter, r *http.Request) {
+	p := path.Clean(r.URL.Path)
+	exp, err := strconv.ParseInt(r.URL.Query().Get("X-Expires"), 10, 64)
+	if err != nil || !hmac.Equal([]byte(s.mac(p, exp)), []byte(r.URL.Query().Get("X-Signature"))) {
+		s.Refused.Add(1)
+		http.Error(w, "SignatureDoesNotMatch", http.StatusForbidden)
+		return
+	}
+	if time.Now().UnixMilli() > exp {
+		s.Expired.Add(1)
+		http.Error(w, "AccessDenied: Request has expired", http.StatusForbidden)
+		return
+	}
+	rest := strings.TrimPrefix(p, "/lake/")
+	id, key, _ := strings.Cut(rest, "/")
+	var dir string
+	s.mu.Lock()
+	for _, tb := range s.tables {
+		if tb.id == id {
+			dir = tb.dir
+		}
+	}
+	s.mu.Unlock()
+	f, err := os.Open(filepath.Join(dir, filepath.FromSlash(key)))
+	if dir == "" || err != nil {
+		http.Error(w, "NoSuchKey", http.StatusNotFound)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		http.Error(w, "NoSuchKey", http.StatusNotFound)
+		return
+	}
+	s.Served.Add(1)
+	http.ServeContent(w, r, "", fi.ModTime(), f)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]string{"errorCode": code, "message": msg})
+}
+
+func randomBytes(n int) []byte {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return b
+}

@@ -1,0 +1,76 @@
+// Package sharing reads Delta tables shared with Delta Sharing
+// (PROTOCOL.md of delta-io/delta-sharing): a location
+// PROFILE.share#share.schema.table, for every command that takes a
+// table. A blank import claims such locations (storage.RegisterMatch).
+//
+// # What it does
+//
+// The share is presented as a read-only table directory (a
+// storage.Storage), so that log replay, samples and the mount are the
+// same as for a table on disk:
+//
+//   - The profile file (shareCredentialsVersion 1, or 2 with type
+//     bearer_token) gives the endpoint and the bearer token; a token past
+//     its expirationTime is refused before any request.
+//   - Query Table Version (GET .../version) gives the current version.
+//     Each version N is a snapshot query (POST .../query, {"version": N})
+//     with delta-sharing-capabilities: responseformat=delta and the
+//     reader features deltafs reads (deletionvectors, columnmapping, ...).
+//     _delta_log/N.json is synthesised: a commitInfo with the version's
+//     timestamp, the protocol and metaData when they changed, removes for
+//     the files that left and adds for those that came since N-1 (keyed,
+//     as Delta reconciles them, by path and deletion vector). Versions are
+//     queried once (4 at a time) when the table is opened, and new ones
+//     as deltafs looks for commits.
+//   - A data file's key is its URL's path below the table's location
+//     (metaData.location), which is the path the table's own log has; the
+//     add's path is that key, escaped as Spark escapes paths. Deletion
+//     vectors come as pre-signed URLs (storageType p) and are keyed alike.
+//   - Data files are read with ranged GETs on their pre-signed URLs
+//     (ranges less than 1 MiB apart in one GET). A URL is used while more
+//     than a third of its lifetime (to expirationTimestamp) is left; then
+//     the version it came from is queried again, once for all its files,
+//     before the read. A URL refused anyway (403) is renewed once and the
+//     read tried again.
+//
+// # History
+//
+// A share may not share history: its server refuses queries by version
+// (400 or 403). Then the current version alone is served, as a
+// checkpoint, and the older versions are listed but every read of one
+// fails with one line: "the share does not allow history: only the
+// latest version can be read (the server: ...)". When only the first
+// versions are refused (the share's history starts later), the first
+// version served is written as a checkpoint and the older ones are not
+// listed, as in a table whose log was cleaned up.
+//
+// # Secrets
+//
+// The token is only sent in the Authorization header, and pre-signed URLs
+// only as request URLs: no error, log line, metric or statistic holds
+// either (transport errors are reported without their URL; a server
+// message that echoes the token has it replaced by ***).
+//
+// # Deviations and choices
+//
+//   - No official Go client exists (delta-sharing ships Python, Spark,
+//     Java and Rust clients); two endpoints are plain net/http here.
+//   - Only the delta response format is read: an answer in the parquet
+//     format is refused with a line saying so (the specification lets the
+//     caller decide how to handle it).
+//   - The protocol shares no commitInfo: a shared commit has no operation.
+//   - A snapshot query gives a version's timestamp on its files only: a
+//     version with no live file gets the timestamp of the version before
+//     it (after it, for the first), and without history the current
+//     version is as old as the moment deltafs first saw it.
+//   - Without metaData.location (it is optional), a data file is keyed
+//     _shared/<file id>/<name>: the data is the same, but sample names
+//     derived from the file's path differ from the table's own.
+//   - startingVersion/changes queries are not used: they carry data
+//     change files only (not an OPTIMIZE's), which would leave replaced
+//     files in the synthesised log; snapshot queries give each version's
+//     exact files. The cost is one query per version at open.
+//   - The OAuth profile type (oauth_client_credentials) and asyncquery,
+//     pagination and refreshToken are not implemented: a profile of
+//     another type is refused with a line naming it.
+package sharing

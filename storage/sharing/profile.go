@@ -1,0 +1,112 @@
+package sharing
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+)
+
+// Name is a shared table: the profile file and share.schema.table.
+type Name struct {
+	Profile string // path of the profile file
+	Share   string
+	Schema  string
+	Table   string
+}
+
+// IsLocation reports whether location names a shared table:
+// PROFILE.share#share.schema.table (no URL scheme before the profile).
+func IsLocation(location string) bool {
+	i := strings.LastIndexByte(location, '#')
+	return i > 0 && strings.HasSuffix(location[:i], ".share") && !strings.Contains(location[:i], "://")
+}
+
+// ParseLocation splits PROFILE.share#share.schema.table. A share's name may
+// hold '.', a schema's and a table's may not (PROTOCOL.md, Names), so the
+// last two dots separate the levels.
+func ParseLocation(location string) (Name, error) {
+	i := strings.LastIndexByte(location, '#')
+	if i <= 0 {
+		return Name{}, fmt.Errorf("%s: want PROFILE.share#share.schema.table", location)
+	}
+	frag := location[i+1:]
+	t := strings.LastIndexByte(frag, '.')
+	if t <= 0 {
+		return Name{}, fmt.Errorf("%s: want PROFILE.share#share.schema.table", location)
+	}
+	s := strings.LastIndexByte(frag[:t], '.')
+	n := Name{Profile: location[:i], Share: frag[:max(s, 0)], Table: frag[t+1:]}
+	if s > 0 {
+		n.Schema = frag[s+1 : t]
+	}
+	for _, part := range []string{n.Share, n.Schema, n.Table} {
+		if part == "" || len(part) > 255 || strings.ContainsFunc(part, func(r rune) bool { return r <= ' ' || r == '/' || r == 0x7f }) {
+			return Name{}, fmt.Errorf("%s: want PROFILE.share#share.schema.table", location)
+		}
+	}
+	return n, nil
+}
+
+// Profile is a profile file (PROTOCOL.md, Profile File Format).
+type Profile struct {
+	ShareCredentialsVersion int    `json:"shareCredentialsVersion"`
+	Type                    string `json:"type"` // version 2: bearer_token, oauth_client_credentials, basic
+	Endpoint                string `json:"endpoint"`
+	BearerToken             string `json:"bearerToken"`
+	ExpirationTime          string `json:"expirationTime"`
+}
+
+// String never shows the token.
+func (p Profile) String() string { return "Delta Sharing profile for " + p.Endpoint }
+
+// LoadProfile reads and checks a profile file.
+func LoadProfile(path string, now time.Time) (Profile, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Profile{}, fmt.Errorf("profile %s: %w", path, unwrapPath(err))
+	}
+	var p Profile
+	if err := json.Unmarshal(b, &p); err != nil {
+		// The decoder's message quotes no input, so no token leaks.
+		return Profile{}, fmt.Errorf("profile %s: not a profile file: %v", path, err)
+	}
+	switch {
+	case p.ShareCredentialsVersion == 1:
+	case p.ShareCredentialsVersion == 2 && (p.Type == "" || p.Type == "bearer_token"):
+	case p.ShareCredentialsVersion == 2:
+		return Profile{}, fmt.Errorf("profile %s: profile type %q is not supported (only bearer_token)", path, p.Type)
+	case p.ShareCredentialsVersion == 0:
+		return Profile{}, fmt.Errorf("profile %s: no shareCredentialsVersion", path)
+	default:
+		return Profile{}, fmt.Errorf("profile %s: shareCredentialsVersion %d is newer than this deltafs reads (1 and 2): upgrade deltafs", path, p.ShareCredentialsVersion)
+	}
+	u, err := url.Parse(p.Endpoint)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return Profile{}, fmt.Errorf("profile %s: endpoint %q is not an http(s) URL", path, p.Endpoint)
+	}
+	if p.BearerToken == "" {
+		return Profile{}, fmt.Errorf("profile %s: no bearerToken", path)
+	}
+	if p.ExpirationTime != "" {
+		exp, err := time.Parse(time.RFC3339Nano, p.ExpirationTime)
+		if err != nil {
+			return Profile{}, fmt.Errorf("profile %s: expirationTime %q is not an ISO 8601 time", path, p.ExpirationTime)
+		}
+		if !exp.After(now) {
+			return Profile{}, fmt.Errorf("profile %s: the bearer token expired at %s: ask the provider for a new profile", path, exp.UTC().Format(time.RFC3339))
+		}
+	}
+	p.Endpoint = strings.TrimRight(p.Endpoint, "/")
+	return p, nil
+}
+
+// unwrapPath drops the *PathError's repetition of the path.
+func unwrapPath(err error) error {
+	if pe, ok := err.(*os.PathError); ok {
+		return pe.Err
+	}
+	return err
+}
