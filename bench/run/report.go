@@ -83,6 +83,8 @@ func figures() []figure {
 	fs = append(fs, scaleFigures()...)  // bench/run/scale.go
 	fs = append(fs, s3Figures()...)     // bench/run/s3.go
 	fs = append(fs, layoutFigures()...) // bench/run/layout.go
+	fs = append(fs, tarFigures()...)    // bench/run/tar.go
+	fs = append(fs, pythonFigures()...) // bench/run/python.go
 	return fs
 }
 
