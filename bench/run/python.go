@@ -18,7 +18,7 @@ import (
 // open(path, "rb").read(), whose default buffering asks isatty (an
 // ioctl(TCGETS), one FUSE round trip per open) — and with buffering=0 (no
 // isatty) beside it; by 1 thread and 8 processes (threads share the GIL:
-// measured on the 2-core VM, 8 threads reached 0.82 of 8 processes over
+// measured once on the 2-core VM, 8 threads reached 0.82 of 8 processes over
 // deltafs's page cache with buffering=0, where Python's own work
 // dominates). On deltafs (cold: fresh mount, empty cache; kernel-warm: the
 // same files again on that mount; cache-warm: a fresh mount over the warm
