@@ -1,7 +1,7 @@
 // Command floor is the FUSE floor for deltafs's benchmarks: a minimal go-fuse
 // server that serves N files of a fixed size from memory, with the same
 // kernel options deltafs uses (zero-message open, long timeouts, cached
-// listings, no xattrs), and a `_samples.tsv` sample list naming them as
+// listings, no xattrs, ioctls answered ENOTTY), and a `_samples.tsv` sample list naming them as
 // deltafs's does, so that a reader finds the files the same way on both
 // (by the sample list: a LOOKUP and a READ per file; by a listing: the
 // listing's attributes, then a READ per file). A cold epoch over it is the
@@ -44,6 +44,7 @@ var (
 	_ = (fs.NodeReader)((*file)(nil))
 	_ = (fs.NodeGetattrer)((*file)(nil))
 	_ = (fs.NodeFlusher)((*file)(nil))
+	_ = (fs.NodeIoctler)((*file)(nil))
 )
 
 const hour = time.Hour
@@ -91,6 +92,14 @@ func (f *file) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 }
 
 func (f *file) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno { return syscall.ENOSYS }
+
+// Ioctl answers ENOTTY at once, as deltafs does (fs/nodes.go): Linux
+// forwards every ioctl on a FUSE file, and CPython's open() asks isatty
+// (TCGETS) of every file it opens buffered, so both servers must answer the
+// same for the round trip to compare.
+func (f *file) Ioctl(ctx context.Context, fh fs.FileHandle, cmd uint32, arg uint64, input, output []byte) (int32, syscall.Errno) {
+	return 0, syscall.ENOTTY
+}
 
 func (f *file) Read(ctx context.Context, fh fs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
 	if off >= int64(len(f.data)) {

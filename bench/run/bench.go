@@ -52,6 +52,9 @@ func newBench(out string, runs int, quick bool) (*bench, error) {
 		abs = filepath.Join(abs, "quick")
 		shmRoot = shmRoot + "-quick"
 	}
+	// Per process: the machine may run other benches, whose end removes
+	// their own copies, not ours.
+	shmRoot = fmt.Sprintf("%s-%d", shmRoot, os.Getpid())
 	b := &bench{out: abs, runs: runs, quick: quick, series: map[string]*series{}, python: "/usr/bin/python3", limits: defaultLimits, aborted: map[string]string{}}
 	bin := filepath.Join(abs, "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
@@ -69,7 +72,8 @@ func newBench(out string, runs int, quick bool) (*bench, error) {
 	return b, nil
 }
 
-// shmRoot holds the tmpfs copies of the samples, the baseline.
+// shmRoot holds the tmpfs copies of the samples, the baseline (suffixed
+// with -quick for a quick run and the bench's process id).
 var shmRoot = "/dev/shm/deltafs-bench"
 
 // close removes the tmpfs copies: they hold memory until removed.

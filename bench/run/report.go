@@ -85,6 +85,8 @@ func figures() []figure {
 	fs = append(fs, azureFigures()...)  // bench/run/azure.go
 	fs = append(fs, gcsFigures()...)    // bench/run/gcs.go
 	fs = append(fs, layoutFigures()...) // bench/run/layout.go
+	fs = append(fs, tarFigures()...)    // bench/run/tar.go
+	fs = append(fs, pythonFigures()...) // bench/run/python.go
 	return fs
 }
 

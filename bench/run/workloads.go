@@ -187,6 +187,17 @@ func mnistWorkload(b *bench) error {
 		if err := b.randomSample(w, table, "pixels", "--image", "28x28", "--class-column", "label"); err != nil {
 			return err
 		}
+		// The tar view (tar.go), Python's per-file cost and the IOCTL
+		// round trip (python.go).
+		if err := b.tarEpochs(w, table); err != nil {
+			return err
+		}
+		if err := b.pythonLoops(w, table, tmpfs, digits); err != nil {
+			return err
+		}
+		if err := b.ioctlRoundTrips(w, table, tmpfs, digits); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -297,6 +308,9 @@ func largeWorkload(b *bench) error {
 			if err := b.epochs(w, table, t, "MB/s"); err != nil {
 				return err
 			}
+		}
+		if err := b.tarEpochs(w, table); err != nil {
+			return err
 		}
 	}
 	return nil
