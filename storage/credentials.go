@@ -44,10 +44,16 @@ func (c Credentials) String() string {
 // retry it (the source already retried what could be retried) and must
 // keep its message, which says why (a revoked grant, say).
 //
-// Backends take it as follows: s3store as an aws.CredentialsProvider
-// that is not cached by the SDK (s3store.vendedAWS); Azure as the SAS
-// appended to every request's query, and GCS as an oauth2.TokenSource,
-// each read fresh for every request.
+// Backends take it as follows, each asking the source afresh for every
+// request and using nothing of the environment: s3store as an
+// aws.CredentialsProvider that is not cached by the SDK
+// (s3store.vendedAWS); azstore as a per-retry policy of the azblob
+// pipeline that appends the SAS to each attempt's query
+// (azstore.vendedSAS; the client holds no credential); gcsstore as an
+// oauth2.TokenSource giving the token with the source's expiry, not
+// wrapped in oauth2.ReuseTokenSource (gcsstore.vendedToken). A source's
+// error is not retried by the SDK or the backend and its message is the
+// reason of the backend's one-line error.
 type CredentialSource interface {
 	Credentials(ctx context.Context) (Credentials, error)
 }

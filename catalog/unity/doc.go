@@ -62,6 +62,7 @@
 //     calls are plain net/http here. ~/.databrickscfg is read with
 //     gopkg.in/ini.v1, the parser that SDK uses.
 //   - Azure and GCS: the vended SAS and token reach storage.Options
-//     .Credentials like AWS sessions; the backends of abfss:// and gs://
-//     take them as described at storage.CredentialSource.
+//     .Credentials like AWS sessions; azstore and gcsstore take them as
+//     described at storage.CredentialSource (the SAS in every request's
+//     query, the token in every request's Authorization header).
 package unity

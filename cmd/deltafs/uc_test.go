@@ -73,6 +73,14 @@ func startUC(t *testing.T, lifetime time.Duration, names []string) *ucFixture {
 		f.local[name] = dst
 	}
 	uc.CloseAdmin()
+	ucEnv(t, uc)
+	return f
+}
+
+// ucEnv points the environment of child processes at the catalog
+// (UC_ENDPOINT, UC_TOKEN) and at no AWS credentials at all.
+func ucEnv(t *testing.T, uc *unitytest.Server) {
+	t.Helper()
 	none := filepath.Join(t.TempDir(), "none")
 	t.Setenv("AWS_CONFIG_FILE", none)
 	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", none)
@@ -84,7 +92,6 @@ func startUC(t *testing.T, lifetime time.Duration, names []string) *ucFixture {
 	}
 	t.Setenv("UC_ENDPOINT", uc.URL)
 	t.Setenv("UC_TOKEN", uc.Token)
-	return f
 }
 
 // ucName is the catalog's name of a testdata table (no '.' in a table

@@ -92,10 +92,7 @@ func (s *Server) checkSigV4(r *http.Request) (code string, status int, msg strin
 		return "SignatureDoesNotMatch", 403, "The request signature we calculated does not match the signature you provided."
 	}
 	if !admin {
-		s.Accepted.Add(1)
-		s.mu.Lock()
-		s.keysUsed[ak] = true
-		s.mu.Unlock()
+		s.accept(ak)
 	}
 	return "", 0, ""
 }

@@ -11,6 +11,12 @@
 // InvalidToken), a wrong signature (403 SignatureDoesNotMatch) and an
 // expired session (400 ExpiredToken), as S3 does. So a client that does not
 // renew its credentials fails for real.
+//
+// Tables on Azure and GCS get what Unity Catalog vends there, by the
+// scheme of their storage location: for abfss://, wasbs:// and az:// a
+// real SAS for Azurite (VendAzure, AzureProxy: azure.go), for gs:// an
+// OAuth token that WrapGCS, around fake-gcs-server, requires (gcs.go).
+// Both expire after Lifetime, as the S3 sessions do.
 package unitytest
 
 import (
@@ -46,7 +52,12 @@ type Server struct {
 	sessions map[string]*session // by access key id
 	admin    bool                // the static test key may reach S3
 	adminKey [2]string
-	keysUsed map[string]bool // access key ids seen on accepted S3 requests
+	keysUsed map[string]bool // credentials seen on accepted requests (S3 key ids, SAS signatures, tokens)
+
+	azAccount, azKey string               // VendAzure
+	sas              map[string]time.Time // vended SAS signatures: expiry
+	gcpTokens        map[string]time.Time // vended GCP tokens: expiry
+	secrets          []string             // vended SAS tokens and GCP tokens
 }
 
 type table struct {
@@ -64,14 +75,16 @@ type session struct {
 // until CloseAdmin (to upload tables).
 func Start(t testing.TB, lifetime time.Duration, adminKey, adminSecret string) *Server {
 	s := &Server{
-		Token:    "dapi-" + randomHex(16),
-		Lifetime: lifetime,
-		tables:   map[string]*table{},
-		byID:     map[string]*table{},
-		sessions: map[string]*session{},
-		admin:    true,
-		adminKey: [2]string{adminKey, adminSecret},
-		keysUsed: map[string]bool{},
+		Token:     "dapi-" + randomHex(16),
+		Lifetime:  lifetime,
+		tables:    map[string]*table{},
+		byID:      map[string]*table{},
+		sessions:  map[string]*session{},
+		admin:     true,
+		adminKey:  [2]string{adminKey, adminSecret},
+		keysUsed:  map[string]bool{},
+		sas:       map[string]time.Time{},
+		gcpTokens: map[string]time.Time{},
 	}
 	hs := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(hs.Close)
@@ -119,19 +132,20 @@ func (s *Server) CloseAdmin() {
 }
 
 // Secrets are every secret the catalog handed out or accepts (its token,
-// every vended secret key and session token), for tests that grep logs.
+// every vended secret key and session token, SAS token and its signature,
+// GCP token), for tests that grep logs.
 func (s *Server) Secrets() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := []string{s.Token}
+	out := append([]string{s.Token}, s.secrets...)
 	for _, ss := range s.sessions {
 		out = append(out, ss.secret, ss.token)
 	}
 	return out
 }
 
-// SessionsUsed is the number of distinct vended sessions that signed
-// accepted S3 requests.
+// SessionsUsed is the number of distinct vended credentials (S3
+// sessions, SAS tokens, GCP tokens) that accepted requests carried.
 func (s *Server) SessionsUsed() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -201,17 +215,42 @@ func (s *Server) vend(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusForbidden, "PERMISSION_DENIED", "User does not have SELECT on Table '"+tb.full+"'.")
 		return
 	}
-	ak := "ASIA" + strings.ToUpper(randomHex(8))
-	ss := &session{secret: randomHex(20), token: "FwoGZXIvYXdzE" + randomHex(48), expires: time.Now().Add(s.Lifetime)}
-	s.sessions[ak] = ss
 	loc := tb.location
 	s.mu.Unlock()
+	// Whole seconds: a SAS's expiry has no fraction, and the catalog
+	// reports the expiry the credentials really have.
+	expires := time.Now().Add(s.Lifetime).Truncate(time.Second)
+	answer := map[string]any{"expiration_time": expires.UnixMilli(), "url": loc}
+	scheme, _, _ := strings.Cut(loc, "://")
+	switch scheme {
+	case "abfss", "abfs", "wasbs", "wasb", "az":
+		sasToken, err := s.vendAzure(loc, expires)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "INTERNAL_ERROR", "cannot sign a SAS: "+err.Error())
+			return
+		}
+		answer["azure_user_delegation_sas"] = map[string]string{"sas_token": sasToken}
+	case "gs":
+		answer["gcp_oauth_token"] = map[string]string{"oauth_token": s.vendGCS(expires)}
+	default:
+		ak := "ASIA" + strings.ToUpper(randomHex(8))
+		ss := &session{secret: randomHex(20), token: "FwoGZXIvYXdzE" + randomHex(48), expires: expires}
+		s.mu.Lock()
+		s.sessions[ak] = ss
+		s.mu.Unlock()
+		answer["aws_temp_credentials"] = map[string]string{"access_key_id": ak, "secret_access_key": ss.secret, "session_token": ss.token}
+	}
 	s.Vended.Add(1)
-	writeJSON(w, map[string]any{
-		"aws_temp_credentials": map[string]string{"access_key_id": ak, "secret_access_key": ss.secret, "session_token": ss.token},
-		"expiration_time":      ss.expires.UnixMilli(),
-		"url":                  loc,
-	})
+	writeJSON(w, answer)
+}
+
+// accept counts a request let through with vended credentials (key: the
+// credentials' identity).
+func (s *Server) accept(key string) {
+	s.Accepted.Add(1)
+	s.mu.Lock()
+	s.keysUsed[key] = true
+	s.mu.Unlock()
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -45,6 +45,13 @@
 // line ("no usable Azure credentials (...)"). Identities need https
 // endpoints (the SDK refuses bearer tokens over http).
 //
+// A catalog's vended SAS (Options.Credentials, storage.CredentialSource:
+// uc:// tables) replaces the whole chain: a per-retry policy asks the
+// source on every attempt and appends its SAS to the query, so a renewed
+// SAS is used from the next request on. The source's refusal is not
+// retried and is the error's reason ("...: Unity Catalog refuses read
+// credentials (HTTP 403 ...)").
+//
 // # Contract (on top of package storage's)
 //
 //   - List is List Blobs (flat, Prefix, every page). The Blob API has no

@@ -147,7 +147,13 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	var ne net.Error
 	var dns *net.DNSError
 	var be *bodyError
+	var ve vendedError
 	switch {
+	case errors.As(err, &ve):
+		// The catalog's word (revoked, expired and not renewed) says it
+		// all; the SDK's wrapping would only repeat it.
+		e.Op, e.Reason, e.detail, e.Attempts, e.Err = "", s.redact(oneLine(ve.Error())), "", 0, ve
+		e.Permanent, e.tableWide = true, true
 	case s.life.Err() != nil && ctx.Err() == nil:
 		e.Reason, e.detail, e.Err, e.Permanent = "request abandoned: the store was closed", "", nil, true
 	case isCanceled(ctx, err) || (ctx.Err() != nil && status == 0):

@@ -282,7 +282,7 @@ func (s *Store) getOnce(ctx context.Context, bc *blob.Client, key string, o *blo
 		case status != 0:
 			return res, err, retryableStatus(status)
 		}
-		return res, err, !isCanceled(ctx, err)
+		return res, err, !isCanceled(ctx, err) && !isVended(err)
 	}
 	defer out.Body.Close()
 	res.etag = normETag(out.ETag)

@@ -21,7 +21,8 @@ import (
 func init() {
 	for _, scheme := range Schemes {
 		storage.Register(scheme, func(ctx context.Context, location string, opts storage.Options) (storage.Storage, error) {
-			s, err := New(ctx, location, opts.Azure)
+			o := Options{AzureOptions: opts.Azure, RequestTimeout: opts.Azure.Timeout, MaxAttempts: opts.Azure.MaxAttempts, Credentials: opts.Credentials}
+			s, err := NewWithOptions(ctx, location, o)
 			if err != nil {
 				return nil, err
 			}
@@ -56,6 +57,12 @@ type Options struct {
 	// DefaultAzureCredential); connection strings, keys and SAS tokens in
 	// the environment still come first.
 	Credential azcore.TokenCredential
+
+	// Credentials, when set, are a catalog's vended SAS (see
+	// storage.CredentialSource): the only credentials used, read for
+	// every request; the environment's, the identity chain and
+	// Anonymous are ignored.
+	Credentials storage.CredentialSource
 
 	// MaxAttempts bounds the attempts of one request, the first included
 	// (default 5).

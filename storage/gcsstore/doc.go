@@ -12,6 +12,13 @@
 // credentials, a port, a query or a fragment are refused. Location() is
 // gs://bucket/prefix.
 //
+// A catalog's vended token (Options.Credentials,
+// storage.CredentialSource: uc:// tables) replaces the chain below, emulator
+// and Anonymous included: an oauth2.TokenSource asks the source on every
+// request (no caching beyond the source's), so a renewed token is used
+// from the next request on; the source's refusal is not retried and is
+// the error's reason.
+//
 // Credentials are Google's application default credentials
 // (golang.org/x/oauth2/google.FindDefaultCredentials): the key file named
 // by GOOGLE_APPLICATION_CREDENTIALS (a service-account key, or any ADC

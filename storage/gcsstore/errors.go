@@ -194,7 +194,13 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	var be *bodyError
 	var re *oauth2.RetrieveError
 	var ce closedError
+	var ve vendedError
 	switch {
+	case errors.As(err, &ve):
+		// The catalog's word (revoked, expired and not renewed) says it
+		// all; the SDK's wrapping would only repeat it.
+		e.Op, e.Reason, e.Attempts, e.Err = "", oneLineString(ve.Error()), 0, ve
+		e.Permanent, e.tableWide, e.quiet = true, true, true
 	case (s.life.Err() != nil || errors.As(err, &ce)) && ctx.Err() == nil:
 		e.Reason = "request abandoned: the store was closed"
 		e.Permanent, e.quiet, e.Err = true, true, nil

@@ -25,7 +25,8 @@ import (
 
 func init() {
 	storage.Register("gs", func(ctx context.Context, location string, opts storage.Options) (storage.Storage, error) {
-		s, err := New(ctx, location, opts.GCS)
+		o := Options{GCSOptions: opts.GCS, RequestTimeout: opts.GCS.Timeout, MaxAttempts: opts.GCS.MaxAttempts, Credentials: opts.Credentials}
+		s, err := NewWithOptions(ctx, location, o)
 		if err != nil {
 			return nil, err
 		}
@@ -61,6 +62,12 @@ type Options struct {
 	// TokenSource replaces Google's credential chain (application default
 	// credentials). Ignored with Anonymous or an emulator.
 	TokenSource oauth2.TokenSource
+
+	// Credentials, when set, are a catalog's vended token (see
+	// storage.CredentialSource): the only credentials used, asked for
+	// every request and not cached here; TokenSource, Google's chain,
+	// Anonymous and the emulator's unauthenticated mode are ignored.
+	Credentials storage.CredentialSource
 
 	// MaxAttempts bounds the attempts of one request, the first included
 	// (default 5).
@@ -198,7 +205,16 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 		ExpectContinueTimeout: time.Second,
 	}
 	var rt http.RoundTripper = &meter{s: s, next: s.transport}
-	if !o.Anonymous && !emulator {
+	switch {
+	case o.Credentials != nil:
+		ts := vendedToken{src: o.Credentials, ctx: s.life}
+		// A first token, so that a source with no GCP token fails here.
+		if _, err := ts.Token(); err != nil {
+			s.Close()
+			return nil, s.classify(ctx, "credentials", "", err, 0)
+		}
+		rt = &oauth2.Transport{Source: ts, Base: rt}
+	case !o.Anonymous && !emulator:
 		ts, err := s.tokenSource(ctx, o.TokenSource)
 		if err != nil {
 			s.Close()
@@ -377,7 +393,7 @@ func (s *Store) withOp(ctx context.Context, op, key string) (context.Context, *o
 // resets, refused connections, cut bodies) plus attempt timeouts, never
 // after Close. The first retry of a minute is logged at info level.
 func (s *Store) shouldRetry(err error, rc *gcs.RetryContext) bool {
-	if s.life.Err() != nil || errors.Is(err, context.Canceled) {
+	if s.life.Err() != nil || errors.Is(err, context.Canceled) || isVended(err) {
 		return false
 	}
 	var ne net.Error
