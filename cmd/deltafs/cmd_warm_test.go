@@ -272,6 +272,9 @@ func TestMountsShareCacheDir(t *testing.T) {
 					if err != nil || d.IsDir() || strings.HasPrefix(d.Name(), "_") {
 						return err
 					}
+					if filepath.Base(filepath.Dir(p)) == "shard" {
+						return nil // shard/K.tar, the tar view: not a sample file
+					}
 					b, err := os.ReadFile(p)
 					if err != nil {
 						t.Errorf("mount %d: %v", i, err)
