@@ -59,3 +59,12 @@ func CheckKey(backend, key string) error {
 	}
 	return nil
 }
+
+// TableOp is the operation as a detail of Message: with the key when the
+// error is the table's (the key is then not in front of the reason).
+func TableOp(op, key string, tableWide bool) string {
+	if op != "" && key != "" && tableWide {
+		op += " " + key
+	}
+	return op
+}

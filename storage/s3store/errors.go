@@ -43,16 +43,12 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	op := e.Op
-	if op != "" && e.Key != "" && e.tableWide {
-		op += " " + e.Key
-	}
 	cause := ""
 	if e.Err != nil && !e.quiet {
 		cause = describe(e.Err)
 	}
 	// "s3://b/t/k: object does not exist" says it all.
-	return remote.Message(e.Location, e.Key, e.Reason, e.kind == storage.ErrNotExist, e.tableWide, op, e.Attempts, cause)
+	return remote.Message(e.Location, e.Key, e.Reason, e.kind == storage.ErrNotExist, e.tableWide, remote.TableOp(e.Op, e.Key, e.tableWide), e.Attempts, cause)
 }
 
 // TableWide reports whether the error is the table's (missing bucket,
