@@ -118,7 +118,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	status, code := respError(err)
 	var ne net.Error
 	var dns *net.DNSError
-	var be *bodyError
+	var be *remote.BodyError
 	switch {
 	case s.life.Err() != nil && ctx.Err() == nil:
 		e.Reason, e.detail, e.Err, e.Permanent = "request abandoned: the store was closed", "", nil, true

@@ -151,18 +151,6 @@ type getResult struct {
 	mod   time.Time
 }
 
-// bodyError is a failure while reading a response body: a cut connection,
-// a stall past the request timeout, or fewer bytes than announced.
-type bodyError struct {
-	want, got int64
-	err       error
-}
-
-func (e *bodyError) Error() string {
-	return fmt.Sprintf("body cut short, %d of %d bytes received: %v", e.got, e.want, e.err)
-}
-func (e *bodyError) Unwrap() error { return e.err }
-
 // noRetry makes the SDK send a request once: get retries itself, since a
 // GET can also fail while its body is read, after the SDK has returned,
 // and both kinds of failure share one attempt budget.
@@ -196,7 +184,7 @@ func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *p
 			}
 			return res, s.classify(ctx, "GetBlob", key, err, n)
 		}
-		var be *bodyError
+		var be *remote.BodyError
 		if errors.As(err, &be) {
 			st.SetCause(s.redact(describe(err)))
 		}
@@ -287,7 +275,7 @@ func (s *Store) getOnce(ctx context.Context, bc *blob.Client, key string, o *blo
 		}
 		if n, err := io.CopyN(io.Discard, out.Body, off); err != nil {
 			s.st.Bytes.Add(n)
-			return res, &bodyError{want: off, got: n, err: err}, !isCanceled(ctx, err)
+			return res, &remote.BodyError{Want: off, Got: n, Err: err}, !isCanceled(ctx, err)
 		}
 		s.st.Bytes.Add(off)
 		want = min(int64(len(dst)), res.total-off)
@@ -304,7 +292,7 @@ func (s *Store) getOnce(ctx context.Context, bc *blob.Client, key string, o *blo
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return res, &bodyError{want: want, got: int64(n), err: err}, !isCanceled(ctx, err)
+		return res, &remote.BodyError{Want: want, Got: int64(n), Err: err}, !isCanceled(ctx, err)
 	}
 	res.n = n
 	return res, nil, false

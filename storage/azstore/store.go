@@ -30,19 +30,19 @@ func init() {
 
 // Defaults of Options.
 const (
-	DefaultMaxAttempts    = 5
+	DefaultMaxAttempts    = remote.DefaultMaxAttempts
 	DefaultRetryDelay     = time.Second
-	DefaultMaxBackoff     = 4 * time.Second
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultConnectTimeout = 5 * time.Second
-	DefaultMaxConcurrency = 64
-	DefaultCoalesceGap    = 64 << 10
-	DefaultMaxCoalesce    = 16 << 20
+	DefaultMaxBackoff     = remote.DefaultMaxBackoff
+	DefaultRequestTimeout = remote.DefaultRequestTimeout
+	DefaultConnectTimeout = remote.DefaultConnectTimeout
+	DefaultMaxConcurrency = remote.DefaultMaxConcurrency
+	DefaultCoalesceGap    = remote.DefaultCoalesceGap
+	DefaultMaxCoalesce    = remote.DefaultMaxCoalesce
 )
 
 // LastCheckpointKey is the one key of a Delta table that is rewritten in
 // place; by default it is never pinned (see Options.Mutable).
-const LastCheckpointKey = "_delta_log/_last_checkpoint"
+const LastCheckpointKey = remote.LastCheckpointKey
 
 // Options configure a Store. The zero value of every field means its
 // default.
@@ -83,35 +83,11 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = DefaultMaxAttempts
-	}
+	remote.Tuning{MaxAttempts: &o.MaxAttempts, MaxConcurrency: &o.MaxConcurrency, MaxBackoff: &o.MaxBackoff,
+		RequestTimeout: &o.RequestTimeout, ConnectTimeout: &o.ConnectTimeout, CoalesceGap: &o.CoalesceGap,
+		MaxCoalesce: &o.MaxCoalesce, Mutable: &o.Mutable, Logger: &o.Logger}.SetDefaults()
 	if o.RetryDelay <= 0 {
 		o.RetryDelay = DefaultRetryDelay
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
-	}
-	if o.MaxConcurrency <= 0 {
-		o.MaxConcurrency = DefaultMaxConcurrency
-	}
-	if o.CoalesceGap == 0 {
-		o.CoalesceGap = DefaultCoalesceGap
-	}
-	if o.MaxCoalesce <= 0 {
-		o.MaxCoalesce = DefaultMaxCoalesce
-	}
-	if o.Mutable == nil {
-		o.Mutable = func(key string) bool { return key == LastCheckpointKey }
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
 	}
 }
 

@@ -157,7 +157,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	e = &Error{Location: s.loc, Op: op, Key: key, Attempts: attempts, Err: err}
 	code := httpCode(err)
 	var ne net.Error
-	var be *bodyError
+	var be *remote.BodyError
 	var re *oauth2.RetrieveError
 	var ce remote.Closed
 	switch {

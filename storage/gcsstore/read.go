@@ -121,22 +121,10 @@ func (s *Store) read(ctx context.Context, key string, pn pin, off int64, dst []b
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return s.classify(ctx, "read", key, &bodyError{want: int64(len(dst)), got: int64(got), err: err}, int(st.Attempts.Load()))
+		return s.classify(ctx, "read", key, &remote.BodyError{Want: int64(len(dst)), Got: int64(got), Err: err}, int(st.Attempts.Load()))
 	}
 	return nil
 }
-
-// bodyError is a body that ended or broke before its last byte, after
-// the SDK's reopens.
-type bodyError struct {
-	want, got int64
-	err       error
-}
-
-func (e *bodyError) Error() string {
-	return fmt.Sprintf("body cut short, %d of %d bytes received: %v", e.got, e.want, e.err)
-}
-func (e *bodyError) Unwrap() error { return e.err }
 
 // ReadRanges reads several ranges of one object and returns their bytes in
 // the order given, coalescing neighbours (storage.ReadCoalesced with

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -85,3 +86,15 @@ func (b *Body) Close() error {
 	b.Release()
 	return err
 }
+
+// BodyError is a failure while reading a response body: a cut connection,
+// a stall past the attempt timeout, or fewer bytes than announced.
+type BodyError struct {
+	Want, Got int64
+	Err       error
+}
+
+func (e *BodyError) Error() string {
+	return fmt.Sprintf("body cut short, %d of %d bytes received: %v", e.Got, e.Want, e.Err)
+}
+func (e *BodyError) Unwrap() error { return e.Err }

@@ -189,7 +189,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 		e.Permanent = !s.retryer.IsErrorRetryable(err)
 	default:
 		var ne net.Error
-		var be *bodyError
+		var be *remote.BodyError
 		msg := err.Error()
 		switch {
 		case errors.As(err, &ne) && ne.Timeout():

@@ -173,7 +173,7 @@ func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *p
 			return res, s.classify(ctx, "GetObject", key, err, n)
 		}
 		// The next attempt's log line says why (httpClient.Do).
-		var be *bodyError
+		var be *remote.BodyError
 		if errors.As(err, &be) {
 			st.SetCause(describe(err))
 		}
@@ -209,18 +209,6 @@ func (s *Store) sleep(ctx context.Context, attempt int, err error) error {
 		return ctx.Err()
 	}
 }
-
-// bodyError is a failure while reading a response body: a cut connection,
-// a stall past the request timeout, or fewer bytes than announced.
-type bodyError struct {
-	want, got int64
-	err       error
-}
-
-func (e *bodyError) Error() string {
-	return fmt.Sprintf("body cut short, %d of %d bytes received: %v", e.got, e.want, e.err)
-}
-func (e *bodyError) Unwrap() error { return e.err }
 
 // getOnce is one attempt of get.
 func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, off int64, dst []byte, p *pin) (res getResult, err error, retryable bool) {
@@ -270,7 +258,7 @@ func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, 
 		}
 		if n, err := io.CopyN(io.Discard, out.Body, off); err != nil {
 			s.st.Bytes.Add(n)
-			return res, &bodyError{want: off, got: n, err: err}, !isCanceled(ctx, err)
+			return res, &remote.BodyError{Want: off, Got: n, Err: err}, !isCanceled(ctx, err)
 		}
 		s.st.Bytes.Add(off)
 		want = min(int64(len(dst)), res.total-off)
@@ -287,7 +275,7 @@ func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, 
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return res, &bodyError{want: want, got: int64(n), err: err}, !isCanceled(ctx, err)
+		return res, &remote.BodyError{Want: want, Got: int64(n), Err: err}, !isCanceled(ctx, err)
 	}
 	res.n = n
 	return res, nil, false

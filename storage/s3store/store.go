@@ -42,13 +42,13 @@ func init() {
 
 // Defaults of Options.
 const (
-	DefaultMaxAttempts    = 5
-	DefaultMaxBackoff     = 4 * time.Second
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultMaxConcurrency = 64
-	DefaultCoalesceGap    = 64 << 10
-	DefaultMaxCoalesce    = 16 << 20
-	DefaultConnectTimeout = 5 * time.Second
+	DefaultMaxAttempts    = remote.DefaultMaxAttempts
+	DefaultMaxBackoff     = remote.DefaultMaxBackoff
+	DefaultRequestTimeout = remote.DefaultRequestTimeout
+	DefaultMaxConcurrency = remote.DefaultMaxConcurrency
+	DefaultCoalesceGap    = remote.DefaultCoalesceGap
+	DefaultMaxCoalesce    = remote.DefaultMaxCoalesce
+	DefaultConnectTimeout = remote.DefaultConnectTimeout
 	DefaultDownAfter      = 10 * time.Second
 	DefaultProbeInterval  = 5 * time.Second
 	DefaultSlowAnswer     = 5 * time.Second
@@ -56,7 +56,7 @@ const (
 
 // LastCheckpointKey is the one key of a Delta table that is rewritten in
 // place; by default it is never pinned (see Options.Mutable).
-const LastCheckpointKey = "_delta_log/_last_checkpoint"
+const LastCheckpointKey = remote.LastCheckpointKey
 
 // Options configure a Store. The zero value of every field means its
 // default.
@@ -120,21 +120,9 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = DefaultMaxAttempts
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.MaxConcurrency <= 0 {
-		o.MaxConcurrency = DefaultMaxConcurrency
-	}
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
-	}
+	remote.Tuning{MaxAttempts: &o.MaxAttempts, MaxConcurrency: &o.MaxConcurrency, MaxBackoff: &o.MaxBackoff,
+		RequestTimeout: &o.RequestTimeout, ConnectTimeout: &o.ConnectTimeout, CoalesceGap: &o.CoalesceGap,
+		MaxCoalesce: &o.MaxCoalesce, Mutable: &o.Mutable, Logger: &o.Logger}.SetDefaults()
 	if o.DownAfter == 0 {
 		o.DownAfter = DefaultDownAfter
 	}
@@ -143,18 +131,6 @@ func (o *Options) setDefaults() {
 	}
 	if o.SlowAnswer == 0 {
 		o.SlowAnswer = DefaultSlowAnswer
-	}
-	if o.CoalesceGap == 0 {
-		o.CoalesceGap = DefaultCoalesceGap
-	}
-	if o.MaxCoalesce <= 0 {
-		o.MaxCoalesce = DefaultMaxCoalesce
-	}
-	if o.Mutable == nil {
-		o.Mutable = func(key string) bool { return key == LastCheckpointKey }
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
 	}
 }
 
