@@ -8,8 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/deltafs/deltafs/internal/cloudtest"
+
 	"github.com/deltafs/deltafs/internal/aztest"
-	"github.com/deltafs/deltafs/internal/s3test"
 )
 
 // The Azure workload: the S3 workload's table (MNIST-shaped, 60,000 × 784
@@ -88,7 +89,7 @@ func azureWorkloadRun(b *bench) error {
 	if _, err := aztest.Upload(ctx, srv.Endpoint, "bench", name, table); err != nil {
 		return err
 	}
-	proxy, err := s3test.NewProxy("127.0.0.1:" + strconv.Itoa(srv.Port))
+	proxy, err := cloudtest.NewProxy("127.0.0.1:" + strconv.Itoa(srv.Port))
 	if err != nil {
 		return err
 	}

@@ -5,8 +5,9 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/deltafs/deltafs/internal/cloudtest"
+
 	"github.com/deltafs/deltafs/internal/gcstest"
-	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/storage/gcsstore"
 )
 
@@ -51,7 +52,7 @@ func gcsWorkloadRun(b *bench) error {
 	if _, err := gcstest.Upload(fake, "bench", name, table); err != nil {
 		return err
 	}
-	proxy, err := s3test.NewProxy(fake.Endpoint)
+	proxy, err := cloudtest.NewProxy(fake.Endpoint)
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/deltafs/deltafs/internal/cloudtest"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
@@ -68,7 +70,7 @@ func s3WorkloadRun(b *bench) error {
 	if _, err := s3test.Upload(ctx, fake.Endpoint, "bench", name, table); err != nil {
 		return err
 	}
-	proxy, err := s3test.NewProxy(fake.Endpoint)
+	proxy, err := cloudtest.NewProxy(fake.Endpoint)
 	if err != nil {
 		return err
 	}

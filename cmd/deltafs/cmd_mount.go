@@ -324,11 +324,11 @@ func mountStats(root *dfs.Root, t *table.Table) any {
 		backend = u.Unwrap()
 	}
 	switch b := backend.(type) {
-	case interface{ Stats() s3store.Stats }:
+	case *s3store.Store:
 		out["s3"] = b.Stats()
-	case interface{ Stats() azstore.Stats }:
+	case *azstore.Store:
 		out["azure"] = b.Stats()
-	case interface{ Stats() gcsstore.Stats }:
+	case *gcsstore.Store:
 		out["gcs"] = b.Stats()
 	}
 	return out

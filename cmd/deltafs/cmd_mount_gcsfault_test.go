@@ -12,9 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/cloudtest"
+
 	"github.com/deltafs/deltafs/internal/gcstest"
 	"github.com/deltafs/deltafs/internal/mounttest"
-	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
 )
@@ -46,7 +47,7 @@ func (m *inProcMount) gcsCounters(t *testing.T) gcsCounters {
 
 func TestMountGCSFaults(t *testing.T) {
 	mounttest.RequireFUSE(t)
-	s3test.CheckGoroutines(t) // first: checked after every other cleanup
+	cloudtest.CheckGoroutines(t) // first: checked after every other cleanup
 	gcstest.Env(t)
 
 	digits := testkit.MNIST(t, testkit.MNISTTest)[:400]
@@ -54,7 +55,7 @@ func TestMountGCSFaults(t *testing.T) {
 	table.commit(time.Date(2026, 10, 1, 8, 30, 0, 0, time.UTC), digitSchema, chunk(digits, 50))
 	var throttle atomic.Bool
 	fake := gcstest.NewFake(t, gcstest.ErrorWhile(throttle.Load, 429, "The rate of change requests to the object exceeds the rate limit."))
-	proxy := s3test.StartProxy(t, fake.Endpoint)
+	proxy := cloudtest.StartProxy(t, fake.Endpoint)
 	gcstest.UploadDir(t, fake, "train", "mnist", table.dir)
 	var logs testkit.SyncBuffer
 	saved, savedLog := global.storage, slog.Default()

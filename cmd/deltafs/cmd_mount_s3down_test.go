@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/cloudtest"
+
 	"github.com/deltafs/deltafs/internal/mounttest"
 	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/internal/testkit"
@@ -133,7 +135,7 @@ func TestMountS3EndpointDown(t *testing.T) {
 	mounttest.RequireFUSE(t)
 	bin := mounttest.Binary(t)
 	tab := newDownTable(t)
-	proxy := s3test.StartProxy(t, tab.fake.Endpoint)
+	proxy := cloudtest.StartProxy(t, tab.fake.Endpoint)
 	flags := []string{"--image", "28x28", "--cache-dir", "none"}
 
 	ref := mounttest.Start(t, bin, tab.local, flags...)
@@ -263,7 +265,7 @@ func TestMountS3UnmountStuck(t *testing.T) {
 	mounttest.RequireFUSE(t)
 	bin := mounttest.Binary(t)
 	tab := newDownTable(t)
-	proxy := s3test.StartProxy(t, tab.fake.Endpoint)
+	proxy := cloudtest.StartProxy(t, tab.fake.Endpoint)
 	for _, tc := range []struct {
 		name     string
 		endpoint string

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/cloudtest"
+
 	"github.com/spf13/pflag"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
@@ -199,7 +201,7 @@ func (s *switchable) wrap(next http.Handler) http.Handler {
 
 func TestMountS3Faults(t *testing.T) {
 	mounttest.RequireFUSE(t)
-	s3test.CheckGoroutines(t) // first: checked after every other cleanup
+	cloudtest.CheckGoroutines(t) // first: checked after every other cleanup
 
 	// An MNIST-like table: 400 digits in 8 data files, on local disk and
 	// in gofakes3 behind Toxiproxy.
@@ -208,7 +210,7 @@ func TestMountS3Faults(t *testing.T) {
 	table.commit(time.Date(2026, 10, 1, 8, 30, 0, 0, time.UTC), digitSchema, chunk(digits, 50))
 	throttle := &switchable{}
 	fake := s3test.NewFake(t, throttle.wrap)
-	proxy := s3test.StartProxy(t, fake.Endpoint)
+	proxy := cloudtest.StartProxy(t, fake.Endpoint)
 	s3test.UploadDir(t, fake.Endpoint, "train", "mnist", table.dir)
 	s3Env(t, fake.Endpoint)
 	var logs testkit.SyncBuffer

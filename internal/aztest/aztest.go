@@ -13,8 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -29,6 +27,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/cloudtest"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -72,7 +72,7 @@ type Server struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan struct{}
-	out    *lockedBuffer
+	out    *cloudtest.OutputBuffer
 }
 
 // Options of Start.
@@ -107,7 +107,7 @@ func New(dir string) (*Server, error) {
 	}
 	var lastErr error
 	for try := 0; try < 3; try++ {
-		port, err := freePort()
+		port, err := cloudtest.FreePort()
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +128,7 @@ func (s *Server) start() error {
 		args = append(args, "--location", s.dir)
 	}
 	cmd := exec.Command(s.bin, args...)
-	out := &lockedBuffer{}
+	out := &cloudtest.OutputBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // node and its children stop together
 	if err := cmd.Start(); err != nil {
@@ -255,60 +255,15 @@ func Upload(ctx context.Context, endpoint, containerName, prefix, localDir strin
 	if err != nil {
 		return 0, err
 	}
-	n := 0
-	err = filepath.WalkDir(localDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		rel, err := filepath.Rel(localDir, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		name := filepath.ToSlash(rel)
+	return cloudtest.WalkFiles(localDir, func(name string, data []byte) error {
 		if prefix != "" {
 			name = strings.TrimSuffix(prefix, "/") + "/" + name
 		}
 		if _, err := c.NewBlockBlobClient(name).Upload(ctx, streaming.NopCloser(bytes.NewReader(data)), nil); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		n++
 		return nil
 	})
-	return n, err
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// lockedBuffer keeps the last output of a child for error messages.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() > 64<<10 {
-		b.buf.Reset()
-	}
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // ErrorProxy is an HTTP reverse proxy on 127.0.0.1 in front of an Azurite

@@ -4,23 +4,19 @@
 // chain: an OAuth token endpoint for service-account key files and a
 // metadata server. Every server is stopped by t.Cleanup.
 //
-// Toxiproxy and the goroutine leak check are internal/s3test's (StartProxy,
-// CheckGoroutines): they know nothing of S3.
+// Toxiproxy, the goroutine leak check and the restartable loopback server
+// are internal/cloudtest's.
 package gcstest
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/cloudtest"
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 )
@@ -33,11 +29,7 @@ type Fake struct {
 	Host     string // 127.0.0.1:port: STORAGE_EMULATOR_HOST
 	Server   *fakestorage.Server
 
-	handler http.Handler
-	mu      sync.Mutex
-	srv     *http.Server
-	done    chan struct{}
-	open    atomic.Int64
+	*cloudtest.Loopback // OpenConns, Stop, Start
 }
 
 // NewFake starts fake-gcs-server; wrap, if not nil, wraps its handler
@@ -54,9 +46,9 @@ func NewFake(t testing.TB, wrap func(http.Handler) http.Handler) *Fake {
 
 // ServeFake is NewFake outside a test (benchmarks): the caller stops it.
 func ServeFake(wrap func(http.Handler) http.Handler) (*Fake, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := cloudtest.Listen()
 	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
+		return nil, err
 	}
 	addr := ln.Addr().(*net.TCPAddr)
 	srv, err := fakestorage.NewServerWithOptions(fakestorage.Options{
@@ -81,77 +73,11 @@ func ServeFake(wrap func(http.Handler) http.Handler) (*Fake, error) {
 		r.Host = host
 		fh.ServeHTTP(w, r)
 	})
-	f := &Fake{Endpoint: "http://" + host, Host: host, Server: srv, handler: h}
+	var handler http.Handler = h
 	if wrap != nil {
-		f.handler = wrap(f.handler)
+		handler = wrap(handler)
 	}
-	f.serve(ln)
-	return f, nil
-}
-
-// OpenConns is the number of client connections open now.
-func (f *Fake) OpenConns() int64 { return f.open.Load() }
-
-func (f *Fake) serve(ln net.Listener) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	srv := &http.Server{
-		Handler: f.handler,
-		ConnState: func(_ net.Conn, st http.ConnState) {
-			switch st {
-			case http.StateNew:
-				f.open.Add(1)
-			case http.StateClosed, http.StateHijacked:
-				f.open.Add(-1)
-			}
-		},
-	}
-	f.srv = srv
-	done := make(chan struct{})
-	f.done = done
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-}
-
-// Stop closes the listener and every connection and waits for the server
-// to stop; the objects stay. Stopping a stopped server does nothing.
-func (f *Fake) Stop() {
-	f.mu.Lock()
-	srv, done := f.srv, f.done
-	f.srv = nil
-	f.mu.Unlock()
-	if srv == nil {
-		return
-	}
-	_ = srv.Close()
-	<-done
-}
-
-// Start restarts a stopped server on the same address (retrying for up to
-// 5 s while the port is busy).
-func (f *Fake) Start(t testing.TB) {
-	t.Helper()
-	f.mu.Lock()
-	running := f.srv != nil
-	f.mu.Unlock()
-	if running {
-		return
-	}
-	var ln net.Listener
-	var err error
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		ln, err = net.Listen("tcp", f.Host)
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("gcstest: restart on %s: %v", f.Host, err)
-	}
-	f.serve(ln)
+	return &Fake{Endpoint: "http://" + host, Host: host, Server: srv, Loopback: cloudtest.ServeLoopback(ln, handler)}, nil
 }
 
 // CreateBucket creates bucket (an existing one is fine).
@@ -204,24 +130,10 @@ func Upload(f *Fake, bucket, prefix, localDir string) (int, error) {
 	if prefix != "" && prefix[len(prefix)-1] != '/' {
 		prefix += "/"
 	}
-	n := 0
-	err := filepath.WalkDir(localDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		rel, err := filepath.Rel(localDir, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		f.Put(bucket, prefix+filepath.ToSlash(rel), data)
-		n++
+	return cloudtest.WalkFiles(localDir, func(rel string, data []byte) error {
+		f.Put(bucket, prefix+rel, data)
 		return nil
 	})
-	return n, err
 }
 
 // Keys lists the objects of bucket.

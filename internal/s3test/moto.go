@@ -1,18 +1,17 @@
 package s3test
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/cloudtest"
 )
 
 // motoCandidates are tried in order when moto_server is not on PATH.
@@ -73,44 +72,14 @@ func startMotoT(t testing.TB, env []string) (endpoint string) {
 	return ""
 }
 
-// lockedBuffer keeps the last output of a child for error messages.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.buf.Len() > 64<<10 {
-		b.buf.Reset()
-	}
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
 func startMoto(bin string, env []string) (endpoint string, stop func(), err error) {
-	port, err := freePort()
+	port, err := cloudtest.FreePort()
 	if err != nil {
 		return "", nil, err
 	}
 	cmd := exec.Command(bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port))
 	cmd.Env = append(os.Environ(), env...)
-	out := &lockedBuffer{}
+	out := &cloudtest.OutputBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	// Its own process group: the pyenv shim and python are stopped together.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -1,9 +1,9 @@
 // Package s3test runs S3-compatible servers on 127.0.0.1 for tests: gofakes3
 // in process (fast, no signature checks), moto_server as a child process (a
-// second opinion that checks SigV4; slow GETs), Toxiproxy in process
-// between a client and a server for fault injection, and an endpoint that
+// second opinion that checks SigV4; slow GETs), and an endpoint that
 // accepts connections and never answers (StartSilent). It also uploads
-// local table directories.
+// local table directories. Toxiproxy and the goroutine leak check are
+// internal/cloudtest's.
 //
 // Every server is stopped by t.Cleanup. Clients use path-style URLs, region
 // us-east-1 and the static credentials AccessKey/SecretKey.
@@ -14,15 +14,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/cloudtest"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -47,19 +44,8 @@ type Fake struct {
 	Endpoint string         // http://127.0.0.1:port
 	Backend  *s3mem.Backend // the objects, shared across restarts
 
-	addr    string
-	handler http.Handler
-
-	mu   sync.Mutex
-	srv  *http.Server
-	done chan struct{}
-
-	open atomic.Int64 // client connections open now
+	*cloudtest.Loopback // OpenConns, Stop, Start
 }
-
-// OpenConns is the number of client connections open now (idle ones
-// included).
-func (f *Fake) OpenConns() int64 { return f.open.Load() }
 
 // NewFake starts gofakes3. wrap, if not nil, wraps its handler (fault and
 // compatibility middleware: see Throttle, StripHeader).
@@ -80,13 +66,12 @@ func ServeFake(wrap func(http.Handler) http.Handler) (*Fake, error) {
 	if wrap != nil {
 		h = wrap(h)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := cloudtest.Listen()
 	if err != nil {
-		return nil, fmt.Errorf("listen: %w", err)
+		return nil, err
 	}
-	f := &Fake{Backend: be, addr: ln.Addr().String(), handler: h}
-	f.Endpoint = "http://" + f.addr
-	f.serve(ln)
+	f := &Fake{Backend: be, Loopback: cloudtest.ServeLoopback(ln, h)}
+	f.Endpoint = "http://" + f.Addr
 	return f, nil
 }
 
@@ -95,68 +80,6 @@ func ServeFake(wrap func(http.Handler) http.Handler) (*Fake, error) {
 func StartGofakes3(t testing.TB) (endpoint string) {
 	t.Helper()
 	return NewFake(t, nil).Endpoint
-}
-
-func (f *Fake) serve(ln net.Listener) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	srv := &http.Server{
-		Handler: f.handler,
-		ConnState: func(_ net.Conn, st http.ConnState) {
-			switch st {
-			case http.StateNew:
-				f.open.Add(1)
-			case http.StateClosed, http.StateHijacked:
-				f.open.Add(-1)
-			}
-		},
-	}
-	f.srv = srv
-	done := make(chan struct{})
-	f.done = done
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-}
-
-// Stop closes the listener and every open connection, and waits until the
-// server has stopped. Stopping a stopped server does nothing.
-func (f *Fake) Stop() {
-	f.mu.Lock()
-	srv, done := f.srv, f.done
-	f.srv = nil
-	f.mu.Unlock()
-	if srv == nil {
-		return
-	}
-	_ = srv.Close() // closes the listener and every connection
-	<-done
-}
-
-// Start restarts a stopped server on the same address. The port may
-// briefly be unavailable; Start retries for up to 5 s.
-func (f *Fake) Start(t testing.TB) {
-	t.Helper()
-	f.mu.Lock()
-	running := f.srv != nil
-	f.mu.Unlock()
-	if running {
-		return
-	}
-	var ln net.Listener
-	var err error
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		ln, err = net.Listen("tcp", f.addr)
-		if err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("s3test: restart on %s: %v", f.addr, err)
-	}
-	f.serve(ln)
 }
 
 // endpointCreds holds the key pairs of servers that check them
@@ -244,20 +167,8 @@ func Upload(ctx context.Context, endpoint, bucket, prefix, localDir string) (int
 		prefix += "/"
 	}
 	c := NewClient(endpoint)
-	n := 0
-	err := filepath.WalkDir(localDir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		rel, err := filepath.Rel(localDir, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		key := prefix + filepath.ToSlash(rel)
+	return cloudtest.WalkFiles(localDir, func(rel string, data []byte) error {
+		key := prefix + rel
 		pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		if _, err := c.PutObject(pctx, &s3.PutObjectInput{
@@ -266,8 +177,6 @@ func Upload(ctx context.Context, endpoint, bucket, prefix, localDir string) (int
 		}); err != nil {
 			return fmt.Errorf("put s3://%s/%s: %w", bucket, key, err)
 		}
-		n++
 		return nil
 	})
-	return n, err
 }

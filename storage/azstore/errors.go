@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 // Error is a failed Azure operation. Its message names the blob (or the
@@ -41,31 +42,11 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Location)
-	if e.Key != "" && !e.tableWide {
-		b.WriteString("/")
-		b.WriteString(e.Key)
+	op := e.Op
+	if op == "credentials" {
+		op = ""
 	}
-	b.WriteString(": ")
-	b.WriteString(e.Reason)
-	if e.kind == storage.ErrNotExist && !e.tableWide {
-		return b.String()
-	}
-	var d []string
-	if e.Op != "" && e.Op != "credentials" {
-		d = append(d, e.Op)
-	}
-	if e.Attempts > 1 && !strings.Contains(e.Reason, "attempts") {
-		d = append(d, fmt.Sprintf("%d attempts", e.Attempts))
-	}
-	if e.detail != "" {
-		d = append(d, e.detail)
-	}
-	if len(d) > 0 {
-		b.WriteString(" (" + strings.Join(d, ", ") + ")")
-	}
-	return b.String()
+	return remote.Message(e.Location, e.Key, e.Reason, e.kind == storage.ErrNotExist, e.tableWide, op, e.Attempts, e.detail)
 }
 
 // TableWide reports whether the error is the table's (missing container,
@@ -74,16 +55,7 @@ func (e *Error) Error() string {
 func (e *Error) TableWide() bool { return e.tableWide }
 
 // Unwrap returns the storage sentinel and the cause.
-func (e *Error) Unwrap() []error {
-	var out []error
-	if e.kind != nil {
-		out = append(out, e.kind)
-	}
-	if e.Err != nil {
-		out = append(out, e.Err)
-	}
-	return out
-}
+func (e *Error) Unwrap() []error { return remote.Unwrap(e.kind, e.Err) }
 
 func asError(err error, e **Error) bool { return errors.As(err, e) }
 
@@ -146,7 +118,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	status, code := respError(err)
 	var ne net.Error
 	var dns *net.DNSError
-	var be *bodyError
+	var be *remote.BodyError
 	var ve vendedError
 	switch {
 	case errors.As(err, &ve):

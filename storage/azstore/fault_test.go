@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/cloudtest"
+
 	"github.com/deltafs/deltafs/internal/aztest"
-	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/azstore"
 )
@@ -22,7 +23,7 @@ import (
 // 1 MiB, and a store reading through the proxy with fast retries.
 type faultEnv struct {
 	srv   *aztest.Server
-	proxy *s3test.Proxy
+	proxy *cloudtest.Proxy
 	st    *azstore.Store
 	data  []byte
 }
@@ -36,7 +37,7 @@ func newFaultEnv(t *testing.T, srvOpts aztest.Options, tune func(*azstore.Option
 	data := make([]byte, 1<<20)
 	rand.New(rand.NewSource(42)).Read(data)
 	aztest.Put(t, srv.Endpoint, c, "t/"+faultKey, data)
-	proxy := s3test.StartProxy(t, "127.0.0.1:"+strconv.Itoa(srv.Port))
+	proxy := cloudtest.StartProxy(t, "127.0.0.1:"+strconv.Itoa(srv.Port))
 	useConnString(t, proxy.Endpoint+"/"+aztest.Account)
 	o := testOptions()
 	o.MaxAttempts = 20

@@ -2,12 +2,11 @@ package azstore
 
 import (
 	"context"
-	"sort"
-	"strings"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 // List implements storage.Storage with List Blobs (flat, Prefix, every
@@ -23,15 +22,14 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string) ([]storage.
 		o.Prefix = &p
 	}
 	pager := s.client.NewListBlobsFlatPager(o)
-	var out []storage.ObjectInfo
-	sorted := true
+	var out remote.Listing
 	for pager.More() {
 		// One operation per page: its attempts are the page's.
 		octx, st, done := s.withOp(ctx, "ListBlobs", prefix)
 		page, err := pager.NextPage(octx)
 		done()
-		n := int(st.attempts.Load())
-		s.countRetries(n)
+		n := int(st.Attempts.Load())
+		s.st.CountRetries(n)
 		if err != nil {
 			return nil, s.classify(ctx, "ListBlobs", prefix, err, n)
 		}
@@ -42,8 +40,8 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string) ([]storage.
 			if b == nil || b.Name == nil {
 				continue
 			}
-			key, ok := strings.CutPrefix(*b.Name, s.where.Prefix)
-			if !ok || !strings.HasPrefix(key, prefix) || key <= startAfter || key == "" || strings.HasSuffix(key, "/") {
+			key, ok := remote.ListedKey(*b.Name, s.where.Prefix, prefix, startAfter)
+			if !ok {
 				continue
 			}
 			oi := storage.ObjectInfo{Key: key}
@@ -56,23 +54,8 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string) ([]storage.
 				}
 				oi.ETag = normETag(pr.ETag)
 			}
-			if len(out) > 0 && key <= out[len(out)-1].Key {
-				sorted = false
-			}
-			out = append(out, oi)
+			out.Add(oi)
 		}
 	}
-	if !sorted {
-		sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-		w := 0
-		for i := range out {
-			if w > 0 && out[w-1].Key == out[i].Key {
-				continue
-			}
-			out[w] = out[i]
-			w++
-		}
-		out = out[:w]
-	}
-	return out, nil
+	return out.Objects(), nil
 }

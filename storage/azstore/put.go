@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blockblob"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 // Put implements storage.Storage with Put Blob (one request; a block blob
@@ -23,10 +24,10 @@ import (
 // reset after sending, then 409 on the retry) reads the blob back: if it
 // holds exactly data, the put is reported as done. A put forgets key's pin.
 func (s *Store) Put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
-	if err := checkKey(key); err != nil {
+	if err := remote.CheckKey("azure", key); err != nil {
 		return err
 	}
-	defer s.unpin(key)
+	defer s.pins.Unpin(key)
 	o := &blockblob.UploadOptions{}
 	if ifAbsent {
 		any := azcore.ETagAny
@@ -35,8 +36,8 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, ifAbsent bool)
 	octx, st, done := s.withOp(ctx, "PutBlob", key)
 	_, err := s.client.NewBlockBlobClient(s.fullKey(key)).Upload(octx, streaming.NopCloser(bytes.NewReader(data)), o)
 	done()
-	n := int(st.attempts.Load())
-	s.countRetries(n)
+	n := int(st.Attempts.Load())
+	s.st.CountRetries(n)
 	if err == nil {
 		return nil
 	}
@@ -56,7 +57,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, ifAbsent bool)
 func (s *Store) holds(ctx context.Context, key string, data []byte) (bool, error) {
 	if len(data) == 0 {
 		p, err := s.props(ctx, key)
-		return err == nil && p.size == 0, err
+		return err == nil && p.Size == 0, err
 	}
 	buf := make([]byte, len(data)+1)
 	res, err := s.get(ctx, key, 0, buf, nil)

@@ -16,64 +16,34 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 // pin is the identity of a blob as first seen.
-type pin struct {
-	size int64
-	etag string // without quotes; "" when the service sent none
-	mod  time.Time
-}
+type pin = remote.Pin
 
 func normETag(e *azcore.ETag) string {
 	if e == nil {
 		return ""
 	}
-	return strings.Trim(strings.TrimPrefix(string(*e), "W/"), `"`)
-}
-
-func (s *Store) pinned(key string) (pin, bool) {
-	s.pinMu.RLock()
-	p, ok := s.pins[key]
-	s.pinMu.RUnlock()
-	return p, ok
+	return remote.NormETag(string(*e))
 }
 
 // setPin records key's identity, or fails with ErrChanged when a different
 // one is pinned already. Mutable keys are not pinned.
 func (s *Store) setPin(op, key string, p pin) error {
-	if s.opts.Mutable(key) {
-		return nil
-	}
-	s.pinMu.Lock()
-	defer s.pinMu.Unlock()
-	old, ok := s.pins[key]
-	if !ok {
-		s.pins[key] = p
-		return nil
-	}
-	if old.size != p.size || (old.etag != "" && p.etag != "" && old.etag != p.etag) {
-		return errChanged(s, op, key, fmt.Sprintf("pinned %d bytes ETag %q, now %d bytes ETag %q", old.size, old.etag, p.size, p.etag))
+	if why := remote.PinETag(&s.pins, key, p, s.opts.Mutable(key)); why != "" {
+		return errChanged(s, op, key, why)
 	}
 	return nil
-}
-
-func (s *Store) unpin(key string) {
-	s.pinMu.Lock()
-	delete(s.pins, key)
-	s.pinMu.Unlock()
-}
-
-func (p pin) info(key string) storage.ObjectInfo {
-	return storage.ObjectInfo{Key: key, Size: p.size, ModTime: p.mod, ETag: p.etag}
 }
 
 // Stat implements storage.Storage with Get Blob Properties. The first Stat
 // or read of a key pins its identity; a pinned key is answered from the
 // pin without a request.
 func (s *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
-	if p, ok := s.pinned(key); ok {
-		return p.info(key), nil
+	if p, ok := s.pins.Get(key); ok {
+		return p.Info(key), nil
 	}
 	p, err := s.props(ctx, key)
 	if err != nil {
@@ -82,27 +52,27 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error
 	if err := s.setPin("GetProperties", key, p); err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	return p.info(key), nil
+	return p.Info(key), nil
 }
 
 func (s *Store) props(ctx context.Context, key string) (pin, error) {
-	if err := checkKey(key); err != nil {
+	if err := remote.CheckKey("azure", key); err != nil {
 		return pin{}, err
 	}
 	octx, st, done := s.withOp(ctx, "GetProperties", key)
 	defer done()
 	out, err := s.client.NewBlobClient(s.fullKey(key)).GetProperties(octx, nil)
-	n := int(st.attempts.Load())
-	s.countRetries(n)
+	n := int(st.Attempts.Load())
+	s.st.CountRetries(n)
 	if err != nil {
 		return pin{}, s.classify(ctx, "GetProperties", key, err, n)
 	}
-	p := pin{etag: normETag(out.ETag)}
+	p := pin{ETag: normETag(out.ETag)}
 	if out.ContentLength != nil {
-		p.size = *out.ContentLength
+		p.Size = *out.ContentLength
 	}
 	if out.LastModified != nil {
-		p.mod = *out.LastModified
+		p.Mod = *out.LastModified
 	}
 	return p, nil
 }
@@ -115,18 +85,18 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 	if off < 0 {
 		return 0, fmt.Errorf("%s/%s: negative offset %d", s.loc, key, off)
 	}
-	if err := checkKey(key); err != nil {
+	if err := remote.CheckKey("azure", key); err != nil {
 		return 0, err
 	}
 	for tries := 0; ; tries++ {
-		if pn, ok := s.pinned(key); ok {
+		if pn, ok := s.pins.Get(key); ok {
 			if len(p) == 0 {
 				return 0, nil
 			}
-			if off >= pn.size {
+			if off >= pn.Size {
 				return 0, io.EOF
 			}
-			n := int(min(int64(len(p)), pn.size-off))
+			n := int(min(int64(len(p)), pn.Size-off))
 			if _, err := s.get(ctx, key, off, p[:n], &pn); err != nil {
 				return 0, err
 			}
@@ -150,18 +120,18 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 			if perr := s.setPin("GetProperties", key, p2); perr != nil {
 				return 0, perr
 			}
-			if off >= p2.size {
+			if off >= p2.Size {
 				return 0, io.EOF
 			}
 			if tries > 0 || s.opts.Mutable(key) {
-				return 0, &Error{Location: s.loc, Op: "GetBlob", Key: key, Reason: fmt.Sprintf("range at %d refused although the blob has %d bytes", off, p2.size)}
+				return 0, &Error{Location: s.loc, Op: "GetBlob", Key: key, Reason: fmt.Sprintf("range at %d refused although the blob has %d bytes", off, p2.Size)}
 			}
 			continue // the blob grew between the GET and the properties: read through the pin
 		}
 		if err != nil {
 			return 0, err
 		}
-		if perr := s.setPin("GetBlob", key, pin{size: res.total, etag: res.etag, mod: res.mod}); perr != nil {
+		if perr := s.setPin("GetBlob", key, pin{Size: res.total, ETag: res.etag, Mod: res.mod}); perr != nil {
 			return 0, perr
 		}
 		if res.n < len(p) {
@@ -181,18 +151,6 @@ type getResult struct {
 	mod   time.Time
 }
 
-// bodyError is a failure while reading a response body: a cut connection,
-// a stall past the request timeout, or fewer bytes than announced.
-type bodyError struct {
-	want, got int64
-	err       error
-}
-
-func (e *bodyError) Error() string {
-	return fmt.Sprintf("body cut short, %d of %d bytes received: %v", e.got, e.want, e.err)
-}
-func (e *bodyError) Unwrap() error { return e.err }
-
 // noRetry makes the SDK send a request once: get retries itself, since a
 // GET can also fail while its body is read, after the SDK has returned,
 // and both kinds of failure share one attempt budget.
@@ -205,8 +163,8 @@ var noRetry = policy.RetryOptions{MaxRetries: -1}
 // may end before dst is full (res.n < len(dst)).
 func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *pin) (getResult, error) {
 	o := &blob.DownloadStreamOptions{Range: blob.HTTPRange{Offset: off, Count: int64(len(dst))}}
-	if p != nil && p.etag != "" {
-		etag := azcore.ETag(`"` + p.etag + `"`)
+	if p != nil && p.ETag != "" {
+		etag := azcore.ETag(`"` + p.ETag + `"`)
 		o.AccessConditions = &blob.AccessConditions{ModifiedAccessConditions: &blob.ModifiedAccessConditions{IfMatch: &etag}}
 	}
 	bc := s.client.NewBlobClient(s.fullKey(key))
@@ -215,23 +173,23 @@ func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *p
 	for attempt := 1; ; attempt++ {
 		res, err, retryable := s.getOnce(policy.WithRetryOptions(octx, noRetry), bc, key, o, off, dst, p)
 		if err == nil {
-			s.countRetries(int(st.attempts.Load()))
+			s.st.CountRetries(int(st.Attempts.Load()))
 			return res, nil
 		}
-		n := int(st.attempts.Load())
+		n := int(st.Attempts.Load())
 		if !retryable || attempt >= s.opts.MaxAttempts || octx.Err() != nil {
-			s.countRetries(n)
+			s.st.CountRetries(n)
 			if errors.Is(err, errInvalidRange) && p == nil {
 				return res, err
 			}
 			return res, s.classify(ctx, "GetBlob", key, err, n)
 		}
-		var be *bodyError
+		var be *remote.BodyError
 		if errors.As(err, &be) {
-			st.setCause(s.redact(describe(err)))
+			st.SetCause(s.redact(describe(err)))
 		}
 		if serr := sleep(octx, s.backoff(attempt, err)); serr != nil {
-			s.countRetries(n)
+			s.st.CountRetries(n)
 			return res, s.classify(ctx, "GetBlob", key, serr, n)
 		}
 	}
@@ -274,7 +232,7 @@ func (s *Store) getOnce(ctx context.Context, bc *blob.Client, key string, o *blo
 		switch {
 		case status == http.StatusRequestedRangeNotSatisfiable || code == "InvalidRange":
 			if p != nil {
-				return res, errChanged(s, "GetBlob", key, fmt.Sprintf("range at %d of a %d-byte blob refused", off, p.size)), false
+				return res, errChanged(s, "GetBlob", key, fmt.Sprintf("range at %d of a %d-byte blob refused", off, p.Size)), false
 			}
 			return res, fmt.Errorf("%w: %w", errInvalidRange, err), false
 		case status == http.StatusPreconditionFailed || code == "ConditionNotMet":
@@ -289,8 +247,8 @@ func (s *Store) getOnce(ctx context.Context, bc *blob.Client, key string, o *blo
 	if out.LastModified != nil {
 		res.mod = *out.LastModified
 	}
-	if p != nil && p.etag != "" && res.etag != "" && res.etag != p.etag {
-		return res, errChanged(s, "GetBlob", key, fmt.Sprintf("pinned ETag %q, got %q", p.etag, res.etag)), false
+	if p != nil && p.ETag != "" && res.etag != "" && res.etag != p.ETag {
+		return res, errChanged(s, "GetBlob", key, fmt.Sprintf("pinned ETag %q, got %q", p.ETag, res.etag)), false
 	}
 	var want int64
 	if cr := deref(out.ContentRange); cr != "" {
@@ -316,25 +274,25 @@ func (s *Store) getOnce(ctx context.Context, bc *blob.Client, key string, o *blo
 			return res, fmt.Errorf("%w: offset %d, blob %d bytes", errInvalidRange, off, res.total), false
 		}
 		if n, err := io.CopyN(io.Discard, out.Body, off); err != nil {
-			s.st.bytes.Add(n)
-			return res, &bodyError{want: off, got: n, err: err}, !isCanceled(ctx, err)
+			s.st.Bytes.Add(n)
+			return res, &remote.BodyError{Want: off, Got: n, Err: err}, !isCanceled(ctx, err)
 		}
-		s.st.bytes.Add(off)
+		s.st.Bytes.Add(off)
 		want = min(int64(len(dst)), res.total-off)
 	}
-	if p != nil && res.total != p.size {
-		return res, errChanged(s, "GetBlob", key, fmt.Sprintf("pinned %d bytes, now %d", p.size, res.total)), false
+	if p != nil && res.total != p.Size {
+		return res, errChanged(s, "GetBlob", key, fmt.Sprintf("pinned %d bytes, now %d", p.Size, res.total)), false
 	}
 	if p != nil && want != int64(len(dst)) {
 		return res, errChanged(s, "GetBlob", key, "short range"), false
 	}
 	n, err := io.ReadFull(out.Body, dst[:want])
-	s.st.bytes.Add(int64(n))
+	s.st.Bytes.Add(int64(n))
 	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return res, &bodyError{want: want, got: int64(n), err: err}, !isCanceled(ctx, err)
+		return res, &remote.BodyError{Want: want, Got: int64(n), Err: err}, !isCanceled(ctx, err)
 	}
 	res.n = n
 	return res, nil, false
@@ -377,19 +335,19 @@ func parseContentRange(s string) (start, end, total int64, ok bool) {
 // unpinned key read with more than one GET is pinned first, so that every
 // GET sends If-Match.
 func (s *Store) ReadRanges(ctx context.Context, key string, ranges []storage.Range) ([][]byte, error) {
-	if err := checkKey(key); err != nil {
+	if err := remote.CheckKey("azure", key); err != nil {
 		return nil, err
 	}
 	out, coalesced, err := storage.ReadCoalesced(ctx, s.loc, key, ranges,
 		storage.Coalescing{Gap: s.opts.CoalesceGap, Max: s.opts.MaxCoalesce},
 		func(requests int) error {
-			if _, ok := s.pinned(key); !ok && requests > 1 && !s.opts.Mutable(key) {
+			if _, ok := s.pins.Get(key); !ok && requests > 1 && !s.opts.Mutable(key) {
 				_, err := s.Stat(ctx, key)
 				return err
 			}
 			return nil
 		},
 		func(ctx context.Context, off int64, buf []byte) (int, error) { return s.ReadAt(ctx, key, buf, off) })
-	s.st.coalesced.Add(int64(coalesced))
+	s.st.Coalesced.Add(int64(coalesced))
 	return out, err
 }

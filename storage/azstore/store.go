@@ -2,20 +2,18 @@ package azstore
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 func init() {
@@ -33,19 +31,19 @@ func init() {
 
 // Defaults of Options.
 const (
-	DefaultMaxAttempts    = 5
+	DefaultMaxAttempts    = remote.DefaultMaxAttempts
 	DefaultRetryDelay     = time.Second
-	DefaultMaxBackoff     = 4 * time.Second
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultConnectTimeout = 5 * time.Second
-	DefaultMaxConcurrency = 64
-	DefaultCoalesceGap    = 64 << 10
-	DefaultMaxCoalesce    = 16 << 20
+	DefaultMaxBackoff     = remote.DefaultMaxBackoff
+	DefaultRequestTimeout = remote.DefaultRequestTimeout
+	DefaultConnectTimeout = remote.DefaultConnectTimeout
+	DefaultMaxConcurrency = remote.DefaultMaxConcurrency
+	DefaultCoalesceGap    = remote.DefaultCoalesceGap
+	DefaultMaxCoalesce    = remote.DefaultMaxCoalesce
 )
 
 // LastCheckpointKey is the one key of a Delta table that is rewritten in
 // place; by default it is never pinned (see Options.Mutable).
-const LastCheckpointKey = "_delta_log/_last_checkpoint"
+const LastCheckpointKey = remote.LastCheckpointKey
 
 // Options configure a Store. The zero value of every field means its
 // default.
@@ -92,35 +90,11 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = DefaultMaxAttempts
-	}
+	remote.Tuning{MaxAttempts: &o.MaxAttempts, MaxConcurrency: &o.MaxConcurrency, MaxBackoff: &o.MaxBackoff,
+		RequestTimeout: &o.RequestTimeout, ConnectTimeout: &o.ConnectTimeout, CoalesceGap: &o.CoalesceGap,
+		MaxCoalesce: &o.MaxCoalesce, Mutable: &o.Mutable, Logger: &o.Logger}.SetDefaults()
 	if o.RetryDelay <= 0 {
 		o.RetryDelay = DefaultRetryDelay
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
-	}
-	if o.MaxConcurrency <= 0 {
-		o.MaxConcurrency = DefaultMaxConcurrency
-	}
-	if o.CoalesceGap == 0 {
-		o.CoalesceGap = DefaultCoalesceGap
-	}
-	if o.MaxCoalesce <= 0 {
-		o.MaxCoalesce = DefaultMaxCoalesce
-	}
-	if o.Mutable == nil {
-		o.Mutable = func(key string) bool { return key == LastCheckpointKey }
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
 	}
 }
 
@@ -144,13 +118,12 @@ type Store struct {
 	life context.Context
 	stop context.CancelFunc
 
-	pinMu sync.RWMutex
-	pins  map[string]pin
+	pins remote.Pins[pin]
 
 	noticeMu   sync.Mutex
 	lastNotice time.Time
 
-	st counters
+	st remote.Counters
 }
 
 var (
@@ -183,22 +156,9 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 		opts:  o,
 		log:   o.Logger,
 		sem:   make(chan struct{}, o.MaxConcurrency),
-		pins:  map[string]pin{},
 	}
 	s.life, s.stop = context.WithCancel(context.Background())
-	s.transport = &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
-			Timeout:   o.ConnectTimeout,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          o.MaxConcurrency,
-		MaxIdleConnsPerHost:   o.MaxConcurrency,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   o.ConnectTimeout,
-		ExpectContinueTimeout: time.Second,
-	}
+	s.transport = remote.NewTransport(o.ConnectTimeout, o.MaxConcurrency)
 	if err := s.connect(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -246,59 +206,11 @@ func (s *Store) redact(msg string) string {
 	return msg
 }
 
-// counters are the live Stats.
-type counters struct {
-	gets, heads, lists, puts, deletes, other atomic.Int64
-	retries, bytes, coalesced                atomic.Int64
-	inFlight, maxInFlight                    atomic.Int64
-}
-
 // Stats are a store's counters since it was opened.
-type Stats struct {
-	// HTTP requests sent, by kind (GET of a blob, HEAD, list, PUT,
-	// DELETE, other); every attempt counts.
-	Gets, Heads, Lists, Puts, Deletes, Other int64
-	// Retries: attempts after the first of an operation.
-	Retries int64
-	// BytesFetched: blob bytes received in GET bodies, including the gaps
-	// read by coalescing and bodies of failed attempts.
-	BytesFetched int64
-	// RangesCoalesced: ranges of ReadRanges served by a GET issued for
-	// another range.
-	RangesCoalesced int64
-	// InFlight and MaxInFlight: HTTP requests holding a concurrency slot now
-	// and at most so far.
-	InFlight, MaxInFlight int64
-	// Pinned: keys whose identity (size, ETag) is pinned.
-	Pinned int
-}
-
-// Requests is the total number of HTTP requests sent.
-func (st Stats) Requests() int64 {
-	return st.Gets + st.Heads + st.Lists + st.Puts + st.Deletes + st.Other
-}
+type Stats = remote.Stats
 
 // Stats returns a snapshot of the counters.
-func (s *Store) Stats() Stats {
-	s.pinMu.RLock()
-	n := len(s.pins)
-	s.pinMu.RUnlock()
-	c := &s.st
-	return Stats{
-		Gets: c.gets.Load(), Heads: c.heads.Load(), Lists: c.lists.Load(),
-		Puts: c.puts.Load(), Deletes: c.deletes.Load(), Other: c.other.Load(),
-		Retries: c.retries.Load(), BytesFetched: c.bytes.Load(),
-		RangesCoalesced: c.coalesced.Load(),
-		InFlight:        c.inFlight.Load(), MaxInFlight: c.maxInFlight.Load(),
-		Pinned: n,
-	}
-}
-
-func (s *Store) countRetries(attempts int) {
-	if attempts > 1 {
-		s.st.retries.Add(int64(attempts - 1))
-	}
-}
+func (s *Store) Stats() Stats { return s.st.Snapshot(s.pins.Len()) }
 
 // notice logs a line about trouble that may pass (a retry): at info level
 // once a minute, at debug level otherwise.
@@ -316,11 +228,4 @@ func (s *Store) notice(msg string, args ...any) {
 	} else {
 		s.log.Debug(msg, args...)
 	}
-}
-
-func checkKey(key string) error {
-	if key == "" || strings.HasPrefix(key, "/") {
-		return fmt.Errorf("azure: invalid key %q", key)
-	}
-	return nil
 }

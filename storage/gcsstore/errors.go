@@ -16,6 +16,7 @@ import (
 	"google.golang.org/api/googleapi"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 // Error is a failed GCS operation. Its message names the object (or the
@@ -42,37 +43,11 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Location)
-	if e.Key != "" && !e.tableWide {
-		b.WriteString("/")
-		b.WriteString(e.Key)
-	}
-	b.WriteString(": ")
-	b.WriteString(e.Reason)
-	if e.kind == storage.ErrNotExist && !e.tableWide {
-		return b.String()
-	}
-	var detail []string
-	if e.Op != "" {
-		op := e.Op
-		if e.Key != "" && e.tableWide {
-			op += " " + e.Key
-		}
-		detail = append(detail, op)
-	}
-	if e.Attempts > 1 && !strings.Contains(e.Reason, "attempts") {
-		detail = append(detail, fmt.Sprintf("%d attempts", e.Attempts))
-	}
+	cause := ""
 	if e.Err != nil && !e.quiet {
-		detail = append(detail, describe(e.Err))
+		cause = describe(e.Err)
 	}
-	if len(detail) > 0 {
-		b.WriteString(" (")
-		b.WriteString(strings.Join(detail, ", "))
-		b.WriteString(")")
-	}
-	return b.String()
+	return remote.Message(e.Location, e.Key, e.Reason, e.kind == storage.ErrNotExist, e.tableWide, remote.TableOp(e.Op, e.Key, e.tableWide), e.Attempts, cause)
 }
 
 // TableWide reports whether the error is the table's rather than one
@@ -80,16 +55,7 @@ func (e *Error) Error() string {
 func (e *Error) TableWide() bool { return e.tableWide }
 
 // Unwrap returns the storage sentinel and the cause.
-func (e *Error) Unwrap() []error {
-	var out []error
-	if e.kind != nil {
-		out = append(out, e.kind)
-	}
-	if e.Err != nil {
-		out = append(out, e.Err)
-	}
-	return out
-}
+func (e *Error) Unwrap() []error { return remote.Unwrap(e.kind, e.Err) }
 
 // Reasons, in words.
 const (
@@ -191,9 +157,9 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	e = &Error{Location: s.loc, Op: op, Key: key, Attempts: attempts, Err: err}
 	code := httpCode(err)
 	var ne net.Error
-	var be *bodyError
+	var be *remote.BodyError
 	var re *oauth2.RetrieveError
-	var ce closedError
+	var ce remote.Closed
 	var ve vendedError
 	switch {
 	case errors.As(err, &ve):

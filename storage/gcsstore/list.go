@@ -3,14 +3,13 @@ package gcsstore
 import (
 	"context"
 	"errors"
-	"sort"
 	"strconv"
-	"strings"
 
 	gcs "cloud.google.com/go/storage"
 	"google.golang.org/api/iterator"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 // List implements storage.Storage with the JSON API's objects.list
@@ -31,36 +30,20 @@ func (s *Store) List(ctx context.Context, prefix, startAfter string) ([]storage.
 	octx, st, done := s.withOp(ctx, "list", prefix)
 	defer done()
 	it := s.bucket.Objects(octx, q)
-	var out []storage.ObjectInfo
-	sorted := true
+	var out remote.Listing
 	for {
 		a, err := it.Next()
 		if errors.Is(err, iterator.Done) {
 			break
 		}
 		if err != nil {
-			return nil, s.classify(ctx, "list", prefix, err, int(st.attempts.Load()))
+			return nil, s.classify(ctx, "list", prefix, err, int(st.Attempts.Load()))
 		}
-		key, ok := strings.CutPrefix(a.Name, s.prefix)
-		if !ok || !strings.HasPrefix(key, prefix) || key <= startAfter || key == "" || strings.HasSuffix(key, "/") {
+		key, ok := remote.ListedKey(a.Name, s.prefix, prefix, startAfter)
+		if !ok {
 			continue
 		}
-		if len(out) > 0 && key <= out[len(out)-1].Key {
-			sorted = false
-		}
-		out = append(out, storage.ObjectInfo{Key: key, Size: a.Size, ModTime: a.Updated, ETag: strconv.FormatInt(a.Generation, 10)})
+		out.Add(storage.ObjectInfo{Key: key, Size: a.Size, ModTime: a.Updated, ETag: strconv.FormatInt(a.Generation, 10)})
 	}
-	if !sorted {
-		sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
-		w := 0
-		for i := range out {
-			if w > 0 && out[w-1].Key == out[i].Key {
-				continue
-			}
-			out[w] = out[i]
-			w++
-		}
-		out = out[:w]
-	}
-	return out, nil
+	return out.Objects(), nil
 }

@@ -8,6 +8,7 @@ import (
 	gcs "cloud.google.com/go/storage"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 // maxChunk is the largest object Put sends in one request; larger ones are
@@ -26,10 +27,10 @@ const maxChunk = 16 << 20
 // it holds exactly data, the put is reported as done. A put forgets key's
 // pin.
 func (s *Store) Put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
-	if err := checkKey(key); err != nil {
+	if err := remote.CheckKey("gcs", key); err != nil {
 		return err
 	}
-	defer s.unpin(key)
+	defer s.pins.Unpin(key)
 	octx, st, done := s.withOp(ctx, "put", key)
 	obj := s.bucket.Object(s.fullKey(key))
 	if ifAbsent {
@@ -47,7 +48,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, ifAbsent bool)
 	if err == nil {
 		return nil
 	}
-	n := int(st.attempts.Load())
+	n := int(st.Attempts.Load())
 	if ifAbsent && httpCode(err) == 412 {
 		if n > 1 {
 			if same, _ := s.holds(ctx, key, data); same {

@@ -11,6 +11,7 @@ import (
 	gcs "cloud.google.com/go/storage"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 // pin is the identity of an object as first seen: its generation (GCS
@@ -25,32 +26,14 @@ func (p pin) info(key string) storage.ObjectInfo {
 	return storage.ObjectInfo{Key: key, Size: p.size, ModTime: p.mod, ETag: strconv.FormatInt(p.gen, 10)}
 }
 
-func (s *Store) pinned(key string) (pin, bool) {
-	s.pinMu.RLock()
-	p, ok := s.pins[key]
-	s.pinMu.RUnlock()
-	return p, ok
-}
-
 // setPin records key's identity unless the key is mutable, and returns
 // the pinned one (the first seen wins a race).
 func (s *Store) setPin(key string, p pin) pin {
 	if s.opts.Mutable(key) {
 		return p
 	}
-	s.pinMu.Lock()
-	defer s.pinMu.Unlock()
-	if old, ok := s.pins[key]; ok {
-		return old
-	}
-	s.pins[key] = p
+	p, _ = s.pins.Keep(key, p)
 	return p
-}
-
-func (s *Store) unpin(key string) {
-	s.pinMu.Lock()
-	delete(s.pins, key)
-	s.pinMu.Unlock()
 }
 
 // Stat implements storage.Storage with one object metadata request. The
@@ -66,17 +49,17 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error
 
 // identity is key's pin, or its current generation and size (then pinned).
 func (s *Store) identity(ctx context.Context, key string) (pin, error) {
-	if err := checkKey(key); err != nil {
+	if err := remote.CheckKey("gcs", key); err != nil {
 		return pin{}, err
 	}
-	if p, ok := s.pinned(key); ok {
+	if p, ok := s.pins.Get(key); ok {
 		return p, nil
 	}
 	octx, st, done := s.withOp(ctx, "stat", key)
 	defer done()
 	a, err := s.bucket.Object(s.fullKey(key)).Attrs(octx)
 	if err != nil {
-		return pin{}, s.classify(ctx, "stat", key, err, int(st.attempts.Load()))
+		return pin{}, s.classify(ctx, "stat", key, err, int(st.Attempts.Load()))
 	}
 	return s.setPin(key, pin{gen: a.Generation, size: a.Size, mod: a.Updated}), nil
 }
@@ -124,7 +107,7 @@ func (s *Store) read(ctx context.Context, key string, pn pin, off int64, dst []b
 		if httpCode(err) == 416 {
 			return errChanged(s, key, fmt.Sprintf("range at %d of a %d-byte object refused", off, pn.size))
 		}
-		return s.classify(ctx, "read", key, err, int(st.attempts.Load()))
+		return s.classify(ctx, "read", key, err, int(st.Attempts.Load()))
 	}
 	defer r.Close()
 	if r.Attrs.Size != pn.size || (r.Attrs.Generation > 0 && r.Attrs.Generation != pn.gen) {
@@ -138,22 +121,10 @@ func (s *Store) read(ctx context.Context, key string, pn pin, off int64, dst []b
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return s.classify(ctx, "read", key, &bodyError{want: int64(len(dst)), got: int64(got), err: err}, int(st.attempts.Load()))
+		return s.classify(ctx, "read", key, &remote.BodyError{Want: int64(len(dst)), Got: int64(got), Err: err}, int(st.Attempts.Load()))
 	}
 	return nil
 }
-
-// bodyError is a body that ended or broke before its last byte, after
-// the SDK's reopens.
-type bodyError struct {
-	want, got int64
-	err       error
-}
-
-func (e *bodyError) Error() string {
-	return fmt.Sprintf("body cut short, %d of %d bytes received: %v", e.got, e.want, e.err)
-}
-func (e *bodyError) Unwrap() error { return e.err }
 
 // ReadRanges reads several ranges of one object and returns their bytes in
 // the order given, coalescing neighbours (storage.ReadCoalesced with
@@ -161,7 +132,7 @@ func (e *bodyError) Unwrap() error { return e.err }
 // Every range must lie within the object (else an error wrapping
 // io.ErrUnexpectedEOF); the object's generation is pinned first.
 func (s *Store) ReadRanges(ctx context.Context, key string, ranges []storage.Range) ([][]byte, error) {
-	if err := checkKey(key); err != nil {
+	if err := remote.CheckKey("gcs", key); err != nil {
 		return nil, err
 	}
 	out, coalesced, err := storage.ReadCoalesced(ctx, s.loc, key, ranges,
@@ -174,7 +145,7 @@ func (s *Store) ReadRanges(ctx context.Context, key string, ranges []storage.Ran
 			return err
 		},
 		func(ctx context.Context, off int64, buf []byte) (int, error) { return s.ReadAt(ctx, key, buf, off) })
-	s.st.coalesced.Add(int64(coalesced))
+	s.st.Coalesced.Add(int64(coalesced))
 	return out, err
 }
 

@@ -11,7 +11,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	gcs "cloud.google.com/go/storage"
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 func init() {
@@ -36,18 +36,18 @@ func init() {
 
 // Defaults of Options.
 const (
-	DefaultMaxAttempts    = 5
-	DefaultMaxBackoff     = 4 * time.Second
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultConnectTimeout = 5 * time.Second
-	DefaultMaxConcurrency = 64
-	DefaultCoalesceGap    = 64 << 10
-	DefaultMaxCoalesce    = 16 << 20
+	DefaultMaxAttempts    = remote.DefaultMaxAttempts
+	DefaultMaxBackoff     = remote.DefaultMaxBackoff
+	DefaultRequestTimeout = remote.DefaultRequestTimeout
+	DefaultConnectTimeout = remote.DefaultConnectTimeout
+	DefaultMaxConcurrency = remote.DefaultMaxConcurrency
+	DefaultCoalesceGap    = remote.DefaultCoalesceGap
+	DefaultMaxCoalesce    = remote.DefaultMaxCoalesce
 )
 
 // LastCheckpointKey is the one key of a Delta table that is rewritten in
 // place; by default it is never pinned (see Options.Mutable).
-const LastCheckpointKey = "_delta_log/_last_checkpoint"
+const LastCheckpointKey = remote.LastCheckpointKey
 
 // EmulatorEnv is the environment variable of Google's SDK that points it
 // at an emulator (fake-gcs-server): host:port or a URL, no authentication.
@@ -96,33 +96,9 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = DefaultMaxAttempts
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
-	}
-	if o.MaxConcurrency <= 0 {
-		o.MaxConcurrency = DefaultMaxConcurrency
-	}
-	if o.CoalesceGap == 0 {
-		o.CoalesceGap = DefaultCoalesceGap
-	}
-	if o.MaxCoalesce <= 0 {
-		o.MaxCoalesce = DefaultMaxCoalesce
-	}
-	if o.Mutable == nil {
-		o.Mutable = func(key string) bool { return key == LastCheckpointKey }
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
+	remote.Tuning{MaxAttempts: &o.MaxAttempts, MaxConcurrency: &o.MaxConcurrency, MaxBackoff: &o.MaxBackoff,
+		RequestTimeout: &o.RequestTimeout, ConnectTimeout: &o.ConnectTimeout, CoalesceGap: &o.CoalesceGap,
+		MaxCoalesce: &o.MaxCoalesce, Mutable: &o.Mutable, Logger: &o.Logger}.SetDefaults()
 }
 
 // Store is a Delta table under a GCS prefix. It implements storage.Storage,
@@ -144,13 +120,12 @@ type Store struct {
 	life context.Context
 	stop context.CancelFunc
 
-	pinMu sync.RWMutex
-	pins  map[string]pin
+	pins remote.Pins[pin]
 
 	noticeMu   sync.Mutex
 	lastNotice time.Time
 
-	st counters
+	st remote.Counters
 }
 
 // New opens the table at location (gs://bucket/prefix) with the CLI's
@@ -178,7 +153,6 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 		opts:       o,
 		log:        o.Logger,
 		sem:        make(chan struct{}, o.MaxConcurrency),
-		pins:       map[string]pin{},
 	}
 	if prefix != "" {
 		s.loc += "/" + strings.TrimSuffix(prefix, "/")
@@ -191,19 +165,7 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 	}
 	emulator := o.Endpoint == "" && os.Getenv(EmulatorEnv) != ""
 
-	s.transport = &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
-			Timeout:   o.ConnectTimeout,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          o.MaxConcurrency,
-		MaxIdleConnsPerHost:   o.MaxConcurrency,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   o.ConnectTimeout,
-		ExpectContinueTimeout: time.Second,
-	}
+	s.transport = remote.NewTransport(o.ConnectTimeout, o.MaxConcurrency)
 	var rt http.RoundTripper = &meter{s: s, next: s.transport}
 	switch {
 	case o.Credentials != nil:
@@ -356,36 +318,19 @@ func (s *Store) Close() error {
 
 func (s *Store) fullKey(key string) string { return s.prefix + key }
 
-func checkKey(key string) error {
-	if key == "" || strings.HasPrefix(key, "/") {
-		return fmt.Errorf("gcs: invalid key %q", key)
-	}
-	return nil
-}
-
 // opState follows one operation, with its retries, down to the transport.
-type opState struct {
-	op, key  string
-	attempts atomic.Int64
-}
-
-type opKey struct{}
+type opState = remote.Op
 
 // withOp starts an operation: its context carries the opState, is
 // cancelled by Close, and ends after the longest its attempts and backoffs
 // may take, so that nothing outlives that bound (a server that answers
 // and then stalls every body would otherwise be reopened for ever).
 func (s *Store) withOp(ctx context.Context, op, key string) (context.Context, *opState, func()) {
-	st := &opState{op: op, key: key}
 	bound := time.Duration(s.opts.MaxAttempts)*(s.opts.RequestTimeout+s.opts.MaxBackoff) + s.opts.ConnectTimeout
-	octx, cancel := context.WithTimeout(context.WithValue(ctx, opKey{}, st), bound)
-	stop := context.AfterFunc(s.life, cancel)
+	octx, st, done := remote.WithOp(ctx, s.life, op, key, bound)
 	return octx, st, func() {
-		stop()
-		cancel()
-		if n := st.attempts.Load(); n > 1 {
-			s.st.retries.Add(n - 1)
-		}
+		done()
+		s.st.CountRetries(st.AttemptCount())
 	}
 }
 

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/cloudtest"
+
 	"github.com/deltafs/deltafs/internal/gcstest"
-	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/gcsstore"
@@ -272,7 +273,7 @@ func TestPutIfAbsent(t *testing.T) {
 // naming the endpoint; Close fails what is in flight at once.
 func TestUnreachable(t *testing.T) {
 	gcstest.Env(t)
-	s3test.CheckGoroutines(t)
+	cloudtest.CheckGoroutines(t)
 	f := gcstest.NewFake(t, nil)
 	f.Stop()
 	st := open(t, "gs://b/t", testOptions(f.Endpoint))
@@ -287,7 +288,7 @@ func TestUnreachable(t *testing.T) {
 	}
 
 	// A stalled server: Close ends the read at once.
-	stall := s3test.StartProxy(t, gcstest.NewFake(t, nil).Endpoint)
+	stall := cloudtest.StartProxy(t, gcstest.NewFake(t, nil).Endpoint)
 	stall.AddToxic(t, "stall", "timeout", "downstream", 1, map[string]any{"timeout": 0})
 	o := testOptions(stall.Endpoint)
 	o.RequestTimeout = time.Minute

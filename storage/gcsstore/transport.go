@@ -1,11 +1,11 @@
 package gcsstore
 
 import (
-	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
+
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 // meter is the HTTP transport under authentication: it fails requests at
@@ -17,11 +17,6 @@ type meter struct {
 	s    *Store
 	next http.RoundTripper
 }
-
-// closedError fails the attempts of a closed store.
-type closedError struct{}
-
-func (closedError) Error() string { return "store closed" }
 
 // requestKind sorts a request of the JSON or XML API into the Stats
 // counters; download tells object bytes (GET bodies of media).
@@ -48,45 +43,28 @@ func requestKind(r *http.Request) (kind string, download bool) {
 func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
 	s := m.s
 	if s.life.Err() != nil {
-		return nil, closedError{}
+		return nil, remote.Closed{}
 	}
 	ctx := req.Context()
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-s.life.Done():
-		return nil, closedError{}
+	release, err := s.st.Acquire(ctx, s.sem, s.life.Done())
+	if err != nil {
+		return nil, err
 	}
-	n := s.st.inFlight.Add(1)
-	for {
-		mx := s.st.maxInFlight.Load()
-		if n <= mx || s.st.maxInFlight.CompareAndSwap(mx, n) {
-			break
-		}
-	}
-	var once sync.Once
-	release := func() {
-		once.Do(func() {
-			s.st.inFlight.Add(-1)
-			<-s.sem
-		})
-	}
-	if st, _ := ctx.Value(opKey{}).(*opState); st != nil {
-		st.attempts.Add(1)
+	if st := remote.OpOf(ctx); st != nil {
+		st.Attempts.Add(1)
 	}
 	kind, download := requestKind(req)
 	switch kind {
 	case "get":
-		s.st.gets.Add(1)
+		s.st.Gets.Add(1)
 	case "head":
-		s.st.heads.Add(1)
+		s.st.Heads.Add(1)
 	case "list":
-		s.st.lists.Add(1)
+		s.st.Lists.Add(1)
 	case "put":
-		s.st.puts.Add(1)
+		s.st.Puts.Add(1)
 	case "delete":
-		s.st.deletes.Add(1)
+		s.st.Deletes.Add(1)
 	}
 	resp, err := m.next.RoundTrip(req)
 	if err != nil {
@@ -95,78 +73,15 @@ func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	var bytes *atomic.Int64
 	if download && resp.StatusCode < 300 {
-		bytes = &s.st.bytes
+		bytes = &s.st.Bytes
 	}
-	resp.Body = &meteredBody{ReadCloser: resp.Body, release: release, bytes: bytes}
+	resp.Body = &remote.Body{ReadCloser: resp.Body, Release: release, Bytes: bytes}
 	return resp, nil
 }
 
-// meteredBody counts the bytes read from a body and gives the request's
-// concurrency slot back when it is closed.
-type meteredBody struct {
-	io.ReadCloser
-	release func()
-	bytes   *atomic.Int64
-}
-
-func (b *meteredBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if b.bytes != nil {
-		b.bytes.Add(int64(n))
-	}
-	return n, err
-}
-
-func (b *meteredBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.release()
-	return err
-}
-
-// counters are the live Stats.
-type counters struct {
-	gets, heads, lists, puts, deletes atomic.Int64
-	retries, bytes, coalesced         atomic.Int64
-	inFlight, maxInFlight             atomic.Int64
-}
-
-// Stats are a store's counters since it was opened (the field names are
-// s3store.Stats', so that tools read either).
-type Stats struct {
-	// HTTP requests sent, by kind (Heads: object metadata); every attempt
-	// counts.
-	Gets, Heads, Lists, Puts, Deletes int64
-	// Retries: attempts after the first of an operation (a read's body
-	// reopened after a cut counts).
-	Retries int64
-	// BytesFetched: object bytes received in download bodies, including
-	// the gaps read by coalescing and bodies of failed attempts.
-	BytesFetched int64
-	// RangesCoalesced: ranges of ReadRanges served by a read issued for
-	// another range.
-	RangesCoalesced int64
-	// InFlight and MaxInFlight: requests holding a concurrency slot now
-	// and at most so far.
-	InFlight, MaxInFlight int64
-	// Pinned: keys whose identity (generation, size) is pinned.
-	Pinned int
-}
-
-// Requests is the total number of HTTP requests sent.
-func (st Stats) Requests() int64 { return st.Gets + st.Heads + st.Lists + st.Puts + st.Deletes }
+// Stats are a store's counters since it was opened (s3store's and
+// azstore's too, so that tools read any).
+type Stats = remote.Stats
 
 // Stats returns a snapshot of the counters.
-func (s *Store) Stats() Stats {
-	s.pinMu.RLock()
-	n := len(s.pins)
-	s.pinMu.RUnlock()
-	c := &s.st
-	return Stats{
-		Gets: c.gets.Load(), Heads: c.heads.Load(), Lists: c.lists.Load(),
-		Puts: c.puts.Load(), Deletes: c.deletes.Load(),
-		Retries: c.retries.Load(), BytesFetched: c.bytes.Load(),
-		RangesCoalesced: c.coalesced.Load(),
-		InFlight:        c.inFlight.Load(), MaxInFlight: c.maxInFlight.Load(),
-		Pinned: n,
-	}
-}
+func (s *Store) Stats() Stats { return s.st.Snapshot(s.pins.Len()) }

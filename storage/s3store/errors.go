@@ -15,6 +15,7 @@ import (
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 // Error is a failed S3 operation. Its message names the object (or the
@@ -42,37 +43,12 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Location)
-	if e.Key != "" && !e.tableWide {
-		b.WriteString("/")
-		b.WriteString(e.Key)
-	}
-	b.WriteString(": ")
-	b.WriteString(e.Reason)
-	if e.kind == storage.ErrNotExist && !e.tableWide {
-		return b.String() // "s3://b/t/k: object does not exist" says it all
-	}
-	var detail []string
-	if e.Op != "" {
-		op := e.Op
-		if e.Key != "" && e.tableWide {
-			op += " " + e.Key
-		}
-		detail = append(detail, op)
-	}
-	if e.Attempts > 1 && !strings.Contains(e.Reason, "attempts") {
-		detail = append(detail, fmt.Sprintf("%d attempts", e.Attempts))
-	}
+	cause := ""
 	if e.Err != nil && !e.quiet {
-		detail = append(detail, describe(e.Err))
+		cause = describe(e.Err)
 	}
-	if len(detail) > 0 {
-		b.WriteString(" (")
-		b.WriteString(strings.Join(detail, ", "))
-		b.WriteString(")")
-	}
-	return b.String()
+	// "s3://b/t/k: object does not exist" says it all.
+	return remote.Message(e.Location, e.Key, e.Reason, e.kind == storage.ErrNotExist, e.tableWide, remote.TableOp(e.Op, e.Key, e.tableWide), e.Attempts, cause)
 }
 
 // TableWide reports whether the error is the table's (missing bucket,
@@ -80,16 +56,7 @@ func (e *Error) Error() string {
 func (e *Error) TableWide() bool { return e.tableWide }
 
 // Unwrap returns the storage sentinel and the cause.
-func (e *Error) Unwrap() []error {
-	var out []error
-	if e.kind != nil {
-		out = append(out, e.kind)
-	}
-	if e.Err != nil {
-		out = append(out, e.Err)
-	}
-	return out
-}
+func (e *Error) Unwrap() []error { return remote.Unwrap(e.kind, e.Err) }
 
 // describe is a short form of an SDK error: the HTTP status and the S3
 // error code and message when there is one.
@@ -222,7 +189,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 		e.Permanent = !s.retryer.IsErrorRetryable(err)
 	default:
 		var ne net.Error
-		var be *bodyError
+		var be *remote.BodyError
 		msg := err.Error()
 		switch {
 		case errors.As(err, &ne) && ne.Timeout():

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/cloudtest"
+
 	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/s3store"
@@ -21,7 +23,7 @@ import (
 // 1 MiB, and a store reading through the proxy with fast retries.
 type faultEnv struct {
 	fake  *s3test.Fake
-	proxy *s3test.Proxy
+	proxy *cloudtest.Proxy
 	st    *s3store.Store
 	data  []byte
 }
@@ -31,7 +33,7 @@ const faultKey = "part-00000.parquet"
 func newFaultEnv(t *testing.T, wrap func(http.Handler) http.Handler, tune func(*s3store.Options)) *faultEnv {
 	t.Helper()
 	fake := s3test.NewFake(t, wrap)
-	proxy := s3test.StartProxy(t, fake.Endpoint)
+	proxy := cloudtest.StartProxy(t, fake.Endpoint)
 	bucket := newBucket(t, fake.Endpoint)
 	data := randBytes(42, 1<<20)
 	s3test.Put(t, fake.Endpoint, bucket, "t/"+faultKey, data)

@@ -219,7 +219,7 @@ func (s *Store) probe() {
 	defer cancel()
 	octx, st, done := s.withOp(ctx, "probe", s.prefix)
 	defer done()
-	st.probe = true
+	st.Probe = true
 	in := &s3.ListObjectsV2Input{Bucket: &s.bucket, MaxKeys: aws.Int32(1)}
 	if s.prefix != "" {
 		in.Prefix = aws.String(s.prefix)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/cloudtest"
+
 	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
@@ -174,7 +176,7 @@ func TestHealthDeadEndpoint(t *testing.T) {
 func TestHealthSilentEndpoint(t *testing.T) {
 	checkGoroutines(t)
 	fake := s3test.NewFake(t, nil)
-	proxy := s3test.StartProxy(t, fake.Endpoint)
+	proxy := cloudtest.StartProxy(t, fake.Endpoint)
 	bucket := newBucket(t, fake.Endpoint)
 	s3test.Put(t, fake.Endpoint, bucket, "t/a", []byte("0123456789abcdef"))
 	e := newHealthEnv(t, proxy.Endpoint, bucket, func(o *s3store.Options) {

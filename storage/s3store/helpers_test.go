@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/cloudtest"
+
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
 	"github.com/deltafs/deltafs/internal/s3test"
@@ -58,5 +60,5 @@ func ctxT(t testing.TB) context.Context {
 	return ctx
 }
 
-// checkGoroutines: see s3test.CheckGoroutines.
-func checkGoroutines(t *testing.T) { s3test.CheckGoroutines(t) }
+// checkGoroutines: see cloudtest.CheckGoroutines.
+func checkGoroutines(t *testing.T) { cloudtest.CheckGoroutines(t) }

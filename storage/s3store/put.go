@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 // ProbePrefix is where the conditional-write probe puts (and deletes) its
@@ -33,7 +34,7 @@ const ProbePrefix = "_delta_log/.deltafs-probe-"
 // ConditionalRequestConflict (a concurrent conditional write in progress)
 // is retried. A put forgets key's pin.
 func (s *Store) Put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
-	if err := checkKey(key); err != nil {
+	if err := remote.CheckKey("s3", key); err != nil {
 		return err
 	}
 	if ifAbsent {
@@ -41,7 +42,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, ifAbsent bool)
 			return err
 		}
 	}
-	defer s.unpin(key)
+	defer s.pins.Unpin(key)
 	return s.put(ctx, key, data, ifAbsent)
 }
 
@@ -59,8 +60,8 @@ func (s *Store) put(ctx context.Context, key string, data []byte, ifAbsent bool)
 		octx, st, done := s.withOp(ctx, "PutObject", key)
 		_, err := s.client.PutObject(octx, in)
 		done()
-		n := int(st.attempts.Load())
-		s.countRetries(n)
+		n := int(st.Attempts.Load())
+		s.st.CountRetries(n)
 		if err == nil {
 			return nil
 		}
@@ -74,7 +75,7 @@ func (s *Store) put(ctx context.Context, key string, data []byte, ifAbsent bool)
 			return &Error{Location: s.loc, Op: "PutObject", Key: key, Reason: reasonExists, Attempts: n, Err: err, kind: storage.ErrExist, Permanent: true}
 		}
 		if ifAbsent && (code == "ConditionalRequestConflict" || status == http.StatusConflict) && try < s.opts.MaxAttempts && ctx.Err() == nil {
-			s.st.retries.Add(1)
+			s.st.Retries.Add(1)
 			s.health.notice("s3: a conditional put met a concurrent one; retrying", "op", "PutObject", "key", key, "attempt", try+1, "cause", describe(err))
 			if serr := s.sleep(ctx, try, err); serr != nil {
 				return s.classify(ctx, "PutObject", key, serr, n)
@@ -89,7 +90,7 @@ func (s *Store) put(ctx context.Context, key string, data []byte, ifAbsent bool)
 func (s *Store) holds(ctx context.Context, key string, data []byte) (bool, error) {
 	if len(data) == 0 {
 		p, err := s.head(ctx, key)
-		return err == nil && p.size == 0, err
+		return err == nil && p.Size == 0, err
 	}
 	buf := make([]byte, len(data)+1)
 	res, err := s.get(ctx, key, 0, buf, nil)
@@ -134,7 +135,7 @@ func (s *Store) deleteProbe(key string) {
 	octx, st, done := s.withOp(ctx, "DeleteObject", key)
 	defer done()
 	_, err := s.client.DeleteObject(octx, &s3.DeleteObjectInput{Bucket: &s.bucket, Key: aws.String(s.fullKey(key))})
-	s.countRetries(int(st.attempts.Load()))
+	s.st.CountRetries(int(st.Attempts.Load()))
 	if err != nil {
 		s.log.Warn("s3: could not delete the conditional-write probe object; delete it by hand", "location", s.loc, "key", key, "err", describe(err))
 	}

@@ -15,62 +15,28 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 // pin is the identity of an object as first seen.
-type pin struct {
-	size    int64
-	etag    string // normalised (no quotes); "" when the server sent none
-	rawETag string // as sent, for If-Match
-	mod     time.Time
-}
+type pin = remote.Pin
 
-func normETag(s string) string {
-	s = strings.TrimPrefix(s, "W/")
-	return strings.Trim(s, `"`)
-}
-
-func (s *Store) pinned(key string) (pin, bool) {
-	s.pinMu.RLock()
-	p, ok := s.pins[key]
-	s.pinMu.RUnlock()
-	return p, ok
-}
+func normETag(s string) string { return remote.NormETag(s) }
 
 // setPin records key's identity, or fails with ErrChanged when a different
 // one is pinned already. Mutable keys are not pinned.
 func (s *Store) setPin(op, key string, p pin) error {
-	if s.opts.Mutable(key) {
-		return nil
-	}
-	s.pinMu.Lock()
-	defer s.pinMu.Unlock()
-	old, ok := s.pins[key]
-	if !ok {
-		s.pins[key] = p
-		return nil
-	}
-	if old.size != p.size || (old.etag != "" && p.etag != "" && old.etag != p.etag) {
-		return errChanged(s, op, key, fmt.Sprintf("pinned %d bytes ETag %q, now %d bytes ETag %q", old.size, old.etag, p.size, p.etag))
+	if why := remote.PinETag(&s.pins, key, p, s.opts.Mutable(key)); why != "" {
+		return errChanged(s, op, key, why)
 	}
 	return nil
-}
-
-func (s *Store) unpin(key string) {
-	s.pinMu.Lock()
-	delete(s.pins, key)
-	s.pinMu.Unlock()
-}
-
-func (p pin) info(key string) storage.ObjectInfo {
-	return storage.ObjectInfo{Key: key, Size: p.size, ModTime: p.mod, ETag: p.etag}
 }
 
 // Stat implements storage.Storage. The first Stat or read of a key pins its
 // identity; a pinned key is answered from the pin without a request.
 func (s *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
-	if p, ok := s.pinned(key); ok {
-		return p.info(key), nil
+	if p, ok := s.pins.Get(key); ok {
+		return p.Info(key), nil
 	}
 	p, err := s.head(ctx, key)
 	if err != nil {
@@ -79,36 +45,23 @@ func (s *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error
 	if err := s.setPin("HeadObject", key, p); err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	return p.info(key), nil
+	return p.Info(key), nil
 }
 
 func (s *Store) head(ctx context.Context, key string) (pin, error) {
-	if err := checkKey(key); err != nil {
+	if err := remote.CheckKey("s3", key); err != nil {
 		return pin{}, err
 	}
 	octx, st, done := s.withOp(ctx, "HeadObject", key)
 	defer done()
 	out, err := s.client.HeadObject(octx, &s3.HeadObjectInput{Bucket: &s.bucket, Key: aws.String(s.fullKey(key))})
-	n := int(st.attempts.Load())
-	s.countRetries(n)
+	n := int(st.Attempts.Load())
+	s.st.CountRetries(n)
 	if err != nil {
 		return pin{}, s.classify(ctx, "HeadObject", key, err, n)
 	}
 	raw := aws.ToString(out.ETag)
-	return pin{size: aws.ToInt64(out.ContentLength), etag: normETag(raw), rawETag: raw, mod: aws.ToTime(out.LastModified)}, nil
-}
-
-func (s *Store) countRetries(attempts int) {
-	if attempts > 1 {
-		s.st.retries.Add(int64(attempts - 1))
-	}
-}
-
-func checkKey(key string) error {
-	if key == "" || strings.HasPrefix(key, "/") {
-		return fmt.Errorf("s3: invalid key %q", key)
-	}
-	return nil
+	return pin{Size: aws.ToInt64(out.ContentLength), ETag: normETag(raw), RawETag: raw, Mod: aws.ToTime(out.LastModified)}, nil
 }
 
 // ReadAt implements storage.Storage with one ranged GET (bytes=off-end).
@@ -119,18 +72,18 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 	if off < 0 {
 		return 0, fmt.Errorf("%s/%s: negative offset %d", s.loc, key, off)
 	}
-	if err := checkKey(key); err != nil {
+	if err := remote.CheckKey("s3", key); err != nil {
 		return 0, err
 	}
 	for tries := 0; ; tries++ {
-		if pn, ok := s.pinned(key); ok {
+		if pn, ok := s.pins.Get(key); ok {
 			if len(p) == 0 {
 				return 0, nil
 			}
-			if off >= pn.size {
+			if off >= pn.Size {
 				return 0, io.EOF
 			}
-			n := int(min(int64(len(p)), pn.size-off))
+			n := int(min(int64(len(p)), pn.Size-off))
 			if _, err := s.get(ctx, key, off, p[:n], &pn); err != nil {
 				return 0, err
 			}
@@ -154,18 +107,18 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 			if perr := s.setPin("HeadObject", key, p2); perr != nil {
 				return 0, perr
 			}
-			if off >= p2.size {
+			if off >= p2.Size {
 				return 0, io.EOF
 			}
 			if tries > 0 || s.opts.Mutable(key) {
-				return 0, &Error{Location: s.loc, Op: "GetObject", Key: key, Reason: fmt.Sprintf("range at %d refused although the object has %d bytes", off, p2.size), Err: err}
+				return 0, &Error{Location: s.loc, Op: "GetObject", Key: key, Reason: fmt.Sprintf("range at %d refused although the object has %d bytes", off, p2.Size), Err: err}
 			}
 			continue // the object grew between GET and HEAD: read through the pin
 		}
 		if err != nil {
 			return 0, err
 		}
-		if perr := s.setPin("GetObject", key, pin{size: res.total, etag: normETag(res.rawETag), rawETag: res.rawETag, mod: res.mod}); perr != nil {
+		if perr := s.setPin("GetObject", key, pin{Size: res.total, ETag: normETag(res.rawETag), RawETag: res.rawETag, Mod: res.mod}); perr != nil {
 			return 0, perr
 		}
 		if res.n < len(p) {
@@ -200,32 +153,32 @@ func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *p
 		Key:    aws.String(s.fullKey(key)),
 		Range:  aws.String(fmt.Sprintf("bytes=%d-%d", off, off+int64(len(dst))-1)),
 	}
-	if p != nil && p.rawETag != "" {
-		in.IfMatch = aws.String(p.rawETag)
+	if p != nil && p.RawETag != "" {
+		in.IfMatch = aws.String(p.RawETag)
 	}
 	octx, st, done := s.withOp(ctx, "GetObject", key)
 	defer done()
 	for attempt := 1; ; attempt++ {
 		res, err, retryable := s.getOnce(octx, key, in, off, dst, p)
 		if err == nil {
-			s.countRetries(int(st.attempts.Load()))
+			s.st.CountRetries(int(st.Attempts.Load()))
 			return res, nil
 		}
-		n := int(st.attempts.Load())
+		n := int(st.Attempts.Load())
 		if !retryable || attempt >= s.opts.MaxAttempts || octx.Err() != nil {
-			s.countRetries(n)
+			s.st.CountRetries(n)
 			if errors.Is(err, errInvalidRange) && p == nil {
 				return res, err
 			}
 			return res, s.classify(ctx, "GetObject", key, err, n)
 		}
 		// The next attempt's log line says why (httpClient.Do).
-		var be *bodyError
+		var be *remote.BodyError
 		if errors.As(err, &be) {
-			st.setCause(describe(err))
+			st.SetCause(describe(err))
 		}
 		if serr := s.sleep(octx, attempt, err); serr != nil {
-			s.countRetries(n)
+			s.st.CountRetries(n)
 			return res, s.classify(ctx, "GetObject", key, serr, n)
 		}
 	}
@@ -257,18 +210,6 @@ func (s *Store) sleep(ctx context.Context, attempt int, err error) error {
 	}
 }
 
-// bodyError is a failure while reading a response body: a cut connection,
-// a stall past the request timeout, or fewer bytes than announced.
-type bodyError struct {
-	want, got int64
-	err       error
-}
-
-func (e *bodyError) Error() string {
-	return fmt.Sprintf("body cut short, %d of %d bytes received: %v", e.got, e.want, e.err)
-}
-func (e *bodyError) Unwrap() error { return e.err }
-
 // getOnce is one attempt of get.
 func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, off int64, dst []byte, p *pin) (res getResult, err error, retryable bool) {
 	out, err := s.client.GetObject(ctx, in, noSDKRetry)
@@ -276,7 +217,7 @@ func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, 
 		switch code, status := errorCode(err), httpStatus(err); {
 		case code == "InvalidRange" || status == http.StatusRequestedRangeNotSatisfiable:
 			if p != nil {
-				return res, errChanged(s, "GetObject", key, fmt.Sprintf("range at %d of a %d-byte object refused", off, p.size)), false
+				return res, errChanged(s, "GetObject", key, fmt.Sprintf("range at %d of a %d-byte object refused", off, p.Size)), false
 			}
 			return res, fmt.Errorf("%w: %w", errInvalidRange, err), false
 		case code == "PreconditionFailed" || status == http.StatusPreconditionFailed:
@@ -287,9 +228,9 @@ func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, 
 	defer out.Body.Close()
 	res.rawETag = aws.ToString(out.ETag)
 	res.mod = aws.ToTime(out.LastModified)
-	if p != nil && p.etag != "" && res.rawETag != "" && normETag(res.rawETag) != p.etag {
+	if p != nil && p.ETag != "" && res.rawETag != "" && normETag(res.rawETag) != p.ETag {
 		// A server that ignores If-Match.
-		return res, errChanged(s, "GetObject", key, fmt.Sprintf("pinned ETag %q, got %q", p.etag, normETag(res.rawETag))), false
+		return res, errChanged(s, "GetObject", key, fmt.Sprintf("pinned ETag %q, got %q", p.ETag, normETag(res.rawETag))), false
 	}
 
 	var want int64
@@ -316,25 +257,25 @@ func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, 
 			return res, fmt.Errorf("%w: offset %d, object %d bytes", errInvalidRange, off, res.total), false
 		}
 		if n, err := io.CopyN(io.Discard, out.Body, off); err != nil {
-			s.st.bytes.Add(n)
-			return res, &bodyError{want: off, got: n, err: err}, !isCanceled(ctx, err)
+			s.st.Bytes.Add(n)
+			return res, &remote.BodyError{Want: off, Got: n, Err: err}, !isCanceled(ctx, err)
 		}
-		s.st.bytes.Add(off)
+		s.st.Bytes.Add(off)
 		want = min(int64(len(dst)), res.total-off)
 	}
-	if p != nil && res.total != p.size {
-		return res, errChanged(s, "GetObject", key, fmt.Sprintf("pinned %d bytes, now %d", p.size, res.total)), false
+	if p != nil && res.total != p.Size {
+		return res, errChanged(s, "GetObject", key, fmt.Sprintf("pinned %d bytes, now %d", p.Size, res.total)), false
 	}
 	if p != nil && want != int64(len(dst)) {
 		return res, errChanged(s, "GetObject", key, "short range"), false
 	}
 	n, err := io.ReadFull(out.Body, dst[:want])
-	s.st.bytes.Add(int64(n))
+	s.st.Bytes.Add(int64(n))
 	if err != nil {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return res, &bodyError{want: want, got: int64(n), err: err}, !isCanceled(ctx, err)
+		return res, &remote.BodyError{Want: want, Got: int64(n), Err: err}, !isCanceled(ctx, err)
 	}
 	res.n = n
 	return res, nil, false
@@ -386,20 +327,20 @@ type Range = storage.Range
 // merged GET is pinned with a HEAD first) and a change is
 // storage.ErrChanged.
 func (s *Store) ReadRanges(ctx context.Context, key string, ranges []Range) ([][]byte, error) {
-	if err := checkKey(key); err != nil {
+	if err := remote.CheckKey("s3", key); err != nil {
 		return nil, err
 	}
 	out, coalesced, err := storage.ReadCoalesced(ctx, s.loc, key, ranges,
 		storage.Coalescing{Gap: s.opts.CoalesceGap, Max: s.opts.MaxCoalesce},
 		func(requests int) error {
-			if _, ok := s.pinned(key); !ok && requests > 1 && !s.opts.Mutable(key) {
+			if _, ok := s.pins.Get(key); !ok && requests > 1 && !s.opts.Mutable(key) {
 				_, err := s.Stat(ctx, key)
 				return err
 			}
 			return nil
 		},
 		func(ctx context.Context, off int64, buf []byte) (int, error) { return s.ReadAt(ctx, key, buf, off) })
-	s.st.coalesced.Add(int64(coalesced))
+	s.st.Coalesced.Add(int64(coalesced))
 	return out, err
 }
 

@@ -8,12 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -24,6 +22,7 @@ import (
 	"github.com/aws/smithy-go/logging"
 
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 func init() {
@@ -43,13 +42,13 @@ func init() {
 
 // Defaults of Options.
 const (
-	DefaultMaxAttempts    = 5
-	DefaultMaxBackoff     = 4 * time.Second
-	DefaultRequestTimeout = 30 * time.Second
-	DefaultMaxConcurrency = 64
-	DefaultCoalesceGap    = 64 << 10
-	DefaultMaxCoalesce    = 16 << 20
-	DefaultConnectTimeout = 5 * time.Second
+	DefaultMaxAttempts    = remote.DefaultMaxAttempts
+	DefaultMaxBackoff     = remote.DefaultMaxBackoff
+	DefaultRequestTimeout = remote.DefaultRequestTimeout
+	DefaultMaxConcurrency = remote.DefaultMaxConcurrency
+	DefaultCoalesceGap    = remote.DefaultCoalesceGap
+	DefaultMaxCoalesce    = remote.DefaultMaxCoalesce
+	DefaultConnectTimeout = remote.DefaultConnectTimeout
 	DefaultDownAfter      = 10 * time.Second
 	DefaultProbeInterval  = 5 * time.Second
 	DefaultSlowAnswer     = 5 * time.Second
@@ -57,7 +56,7 @@ const (
 
 // LastCheckpointKey is the one key of a Delta table that is rewritten in
 // place; by default it is never pinned (see Options.Mutable).
-const LastCheckpointKey = "_delta_log/_last_checkpoint"
+const LastCheckpointKey = remote.LastCheckpointKey
 
 // Options configure a Store. The zero value of every field means its
 // default.
@@ -121,21 +120,9 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	if o.MaxAttempts <= 0 {
-		o.MaxAttempts = DefaultMaxAttempts
-	}
-	if o.MaxBackoff <= 0 {
-		o.MaxBackoff = DefaultMaxBackoff
-	}
-	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = DefaultRequestTimeout
-	}
-	if o.MaxConcurrency <= 0 {
-		o.MaxConcurrency = DefaultMaxConcurrency
-	}
-	if o.ConnectTimeout <= 0 {
-		o.ConnectTimeout = DefaultConnectTimeout
-	}
+	remote.Tuning{MaxAttempts: &o.MaxAttempts, MaxConcurrency: &o.MaxConcurrency, MaxBackoff: &o.MaxBackoff,
+		RequestTimeout: &o.RequestTimeout, ConnectTimeout: &o.ConnectTimeout, CoalesceGap: &o.CoalesceGap,
+		MaxCoalesce: &o.MaxCoalesce, Mutable: &o.Mutable, Logger: &o.Logger}.SetDefaults()
 	if o.DownAfter == 0 {
 		o.DownAfter = DefaultDownAfter
 	}
@@ -144,18 +131,6 @@ func (o *Options) setDefaults() {
 	}
 	if o.SlowAnswer == 0 {
 		o.SlowAnswer = DefaultSlowAnswer
-	}
-	if o.CoalesceGap == 0 {
-		o.CoalesceGap = DefaultCoalesceGap
-	}
-	if o.MaxCoalesce <= 0 {
-		o.MaxCoalesce = DefaultMaxCoalesce
-	}
-	if o.Mutable == nil {
-		o.Mutable = func(key string) bool { return key == LastCheckpointKey }
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
 	}
 }
 
@@ -177,14 +152,13 @@ type Store struct {
 	life context.Context
 	stop context.CancelFunc
 
-	pinMu sync.RWMutex
-	pins  map[string]pin
+	pins remote.Pins[pin]
 
 	probeMu  sync.Mutex
 	probed   bool  // the conditional-write probe ran to a verdict
 	probeErr error // its verdict: nil, or the refusal
 
-	st counters
+	st remote.Counters
 }
 
 var (
@@ -220,7 +194,6 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 		opts:   o,
 		log:    o.Logger,
 		sem:    make(chan struct{}, o.MaxConcurrency),
-		pins:   map[string]pin{},
 	}
 	s.health.s = s
 	s.life, s.stop = context.WithCancel(context.Background())
@@ -257,19 +230,7 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 			Codes: map[int]struct{}{http.StatusTooManyRequests: {}},
 		})
 	})
-	s.transport = &http.Transport{
-		Proxy: http.ProxyFromEnvironment,
-		DialContext: (&net.Dialer{
-			Timeout:   o.ConnectTimeout,
-			KeepAlive: 30 * time.Second,
-		}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          o.MaxConcurrency,
-		MaxIdleConnsPerHost:   o.MaxConcurrency,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   o.ConnectTimeout,
-		ExpectContinueTimeout: time.Second,
-	}
+	s.transport = remote.NewTransport(o.ConnectTimeout, o.MaxConcurrency)
 	hc := &httpClient{s: s, c: &http.Client{Transport: s.transport, Timeout: o.RequestTimeout}}
 
 	s.client = s3.NewFromConfig(cfg, func(so *s3.Options) {
@@ -368,49 +329,8 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// counters are the live Stats.
-type counters struct {
-	gets, heads, lists, puts, deletes, other atomic.Int64
-	retries, bytes, coalesced                atomic.Int64
-	inFlight, maxInFlight                    atomic.Int64
-}
-
 // Stats are a store's counters since it was opened.
-type Stats struct {
-	// HTTP requests sent, by kind; every attempt counts.
-	Gets, Heads, Lists, Puts, Deletes, Other int64
-	// Retries: attempts after the first of an operation (any kind).
-	Retries int64
-	// BytesFetched: object bytes received in GET bodies, including the gaps
-	// read by coalescing and bodies of failed attempts.
-	BytesFetched int64
-	// RangesCoalesced: ranges of ReadRanges served by a GET issued for
-	// another range.
-	RangesCoalesced int64
-	// InFlight and MaxInFlight: HTTP requests holding a concurrency slot now
-	// and at most so far.
-	InFlight, MaxInFlight int64
-	// Pinned: keys whose identity (size, ETag) is pinned.
-	Pinned int
-}
-
-// Requests is the total number of HTTP requests sent.
-func (st Stats) Requests() int64 {
-	return st.Gets + st.Heads + st.Lists + st.Puts + st.Deletes + st.Other
-}
+type Stats = remote.Stats
 
 // Stats returns a snapshot of the counters.
-func (s *Store) Stats() Stats {
-	s.pinMu.RLock()
-	n := len(s.pins)
-	s.pinMu.RUnlock()
-	c := &s.st
-	return Stats{
-		Gets: c.gets.Load(), Heads: c.heads.Load(), Lists: c.lists.Load(),
-		Puts: c.puts.Load(), Deletes: c.deletes.Load(), Other: c.other.Load(),
-		Retries: c.retries.Load(), BytesFetched: c.bytes.Load(),
-		RangesCoalesced: c.coalesced.Load(),
-		InFlight:        c.inFlight.Load(), MaxInFlight: c.maxInFlight.Load(),
-		Pinned: n,
-	}
-}
+func (s *Store) Stats() Stats { return s.st.Snapshot(s.pins.Len()) }

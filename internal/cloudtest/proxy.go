@@ -1,4 +1,4 @@
-package s3test
+package cloudtest
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ func StartProxy(t testing.TB, upstream string) *Proxy {
 	t.Helper()
 	p, err := NewProxy(upstream)
 	if err != nil {
-		t.Fatalf("s3test: %v", err)
+		t.Fatalf("cloudtest: %v", err)
 	}
 	t.Cleanup(p.Stop)
 	return p
@@ -37,7 +37,7 @@ func StartProxy(t testing.TB, upstream string) *Proxy {
 func NewProxy(upstream string) (*Proxy, error) {
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 	host := strings.TrimPrefix(strings.TrimPrefix(upstream, "http://"), "https://")
-	p := toxiproxy.NewProxy(srv, "s3", "127.0.0.1:0", host)
+	p := toxiproxy.NewProxy(srv, "cloudtest", "127.0.0.1:0", host)
 	if err := p.Start(); err != nil {
 		return nil, fmt.Errorf("start toxiproxy: %w", err)
 	}
@@ -64,7 +64,7 @@ func (p *Proxy) Add(name, typ, stream string, toxicity float32, attrs map[string
 func (p *Proxy) AddToxic(t testing.TB, name, typ, stream string, toxicity float32, attrs map[string]any) {
 	t.Helper()
 	if err := p.Add(name, typ, stream, toxicity, attrs); err != nil {
-		t.Fatalf("s3test: add toxic %s: %v", name, err)
+		t.Fatalf("cloudtest: add toxic %s: %v", name, err)
 	}
 }
 
@@ -72,7 +72,7 @@ func (p *Proxy) AddToxic(t testing.TB, name, typ, stream string, toxicity float3
 func (p *Proxy) RemoveToxic(t testing.TB, name string) {
 	t.Helper()
 	if err := p.p.Toxics.RemoveToxic(context.Background(), name); err != nil {
-		t.Fatalf("s3test: remove toxic %s: %v", name, err)
+		t.Fatalf("cloudtest: remove toxic %s: %v", name, err)
 	}
 }
 
@@ -83,6 +83,6 @@ func (p *Proxy) Stop() { p.p.Stop() }
 func (p *Proxy) Start(t testing.TB) {
 	t.Helper()
 	if err := p.p.Start(); err != nil {
-		t.Fatalf("s3test: restart toxiproxy: %v", err)
+		t.Fatalf("cloudtest: restart toxiproxy: %v", err)
 	}
 }

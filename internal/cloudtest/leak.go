@@ -1,4 +1,4 @@
-package s3test
+package cloudtest
 
 import (
 	"runtime"

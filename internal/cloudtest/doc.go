@@ -1,0 +1,9 @@
+// Package cloudtest holds what the cloud emulators' test helpers
+// (internal/s3test, internal/aztest, internal/gcstest) share: an
+// in-process Toxiproxy between a client and a server for network faults
+// (Proxy), the goroutine leak check (CheckGoroutines), a loopback HTTP
+// server that stops and restarts on the same address and counts its open
+// connections (Loopback), the upload walk over a local table directory
+// (WalkFiles), and what a child process needs (FreePort, OutputBuffer).
+// It knows nothing of any cloud.
+package cloudtest

@@ -1,0 +1,12 @@
+// Package remote holds what the object-store backends (storage/s3store,
+// storage/azstore, storage/gcsstore) share and would otherwise write three
+// times: identity pins (Pins, Pin), per-operation attempt counting (Op,
+// WithOp), the request counters and their snapshot (Counters, Stats), the
+// HTTP transport and the concurrency slot a request holds until its body is
+// closed (NewTransport, Counters.Acquire, Body, Closed), the one-line error
+// form (Message, Unwrap), key checks (CheckKey), list paging (Listing),
+// conditional-put verification (Holds) and the tuning defaults.
+//
+// Each backend keeps what is its cloud's: building requests, its SDK's
+// retry hooks, its error codes and the words of its messages.
+package remote
