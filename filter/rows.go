@@ -171,6 +171,9 @@ func (f *Filter) MatchRow(vals []any, at []int) bool {
 	idx := make([]int, len(at))
 	for k, i := range at {
 		b.Cols[k] = scan.Vector{Kind: scan.KindAny, Any: vals[i : i+1]}
+		if vals[i] == nil {
+			b.Cols[k].Nulls = []bool{true}
+		}
 		idx[k] = k
 	}
 	keep := []bool{false}
