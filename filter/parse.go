@@ -269,6 +269,17 @@ func parse(src string) (sexpr, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, &Error{"empty expression"}
 	}
+	if !utf8.ValidString(src) {
+		i := 0
+		for i < len(src) {
+			r, n := utf8.DecodeRuneInString(src[i:])
+			if r == utf8.RuneError && n <= 1 {
+				break
+			}
+			i += n
+		}
+		return nil, &Error{fmt.Sprintf("invalid UTF-8 at offset %d", i)}
+	}
 	toks, err := lex(src)
 	if err != nil {
 		return nil, err

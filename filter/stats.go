@@ -26,7 +26,7 @@ func parseStats(s string, cols []*Column) *fileStats {
 		return nil
 	}
 	var raw struct {
-		NumRecords *json.Number                `json:"numRecords"`
+		NumRecords *json.Number               `json:"numRecords"`
 		Min        map[string]json.RawMessage `json:"minValues"`
 		Max        map[string]json.RawMessage `json:"maxValues"`
 		Nulls      map[string]json.RawMessage `json:"nullCount"`
