@@ -99,3 +99,71 @@ func TestWhereMatchesPython(t *testing.T) {
 		t.Errorf("only %d tables and %d predicates checked", checked, preds)
 	}
 }
+
+// TestMountWhere: a mount with --where serves only the matching rows, in
+// class folders balanced across shards; its start line and _commit.json
+// say the filter and what it made of the files; `deltafs log --where`
+// counts the same rows; a bad filter fails the mount with one line.
+func TestMountWhere(t *testing.T) {
+	bin := mounttest.Binary(t)
+	dir := t.TempDir()
+	if err := testkit.WritePartitioned(dir, testkit.Partitioned{Partitions: 10, FilesPer: 2, RowsPer: 100, SampleBytes: 64, Only: -1}); err != nil {
+		t.Fatal(err)
+	}
+	where := "split IN ('p3', 'p4') AND label IN (3, 7)"
+	m := mounttest.Start(t, bin, dir, "--where", where, "--class-column", "label", "--shards", "2", "--cache-dir", "none")
+	if !strings.Contains(m.Log(), `where=\"split IN ('p3', 'p4') AND label IN (3, 7)\" files_pruned=16 files_skipped=0 files_read=4`) {
+		t.Errorf("the start line does not say the filter:\n%s", m.Log())
+	}
+	commit, err := os.ReadFile(filepath.Join(m.Dir, "latest", "_commit.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c struct {
+		Filter map[string]any `json:"filter"`
+	}
+	if err := json.Unmarshal(commit, &c); err != nil || c.Filter["where"] != where || c.Filter["filesPruned"] != 16.0 || c.Filter["filesRead"] != 4.0 {
+		t.Errorf("_commit.json: %v %s", err, commit)
+	}
+	total := 0
+	for k := range 2 {
+		shard := filepath.Join(m.Dir, "latest", "shard", strconv.Itoa(k))
+		classes := testkit.DirNames(t, shard)
+		if strings.Join(classes, ",") != "3,7,_samples.tsv" {
+			t.Errorf("shard %d holds %v", k, classes)
+		}
+		tsv, err := os.ReadFile(filepath.Join(shard, "_samples.tsv"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := strings.Count(string(tsv), "\n")
+		total += n
+		if n != 80/2 {
+			t.Errorf("shard %d: %d samples, want 40", k, n)
+		}
+		for _, cl := range []string{"3", "7"} {
+			for _, name := range testkit.DirNames(t, filepath.Join(shard, cl)) {
+				id, err := strconv.Atoi(strings.TrimSuffix(name, ".bin"))
+				// p3 and p4 hold ids 600..999.
+				if err != nil || id < 600 || id >= 1000 || strconv.Itoa(id%10) != cl {
+					t.Errorf("shard %d class %s: sample %s", k, cl, name)
+				}
+			}
+		}
+	}
+	if total != 80 {
+		t.Errorf("%d samples, want 80", total)
+	}
+	out, err := mounttest.Run(bin, "log", dir, "--where", where, "--json")
+	if err != nil || !strings.Contains(out, `"files":4,"rows":80`) {
+		t.Errorf("log --where: %v %s", err, out)
+	}
+	out, err = mounttest.Run(bin, "mount", dir, t.TempDir(), "--where", "label = 'x'", "--cache-dir", "none")
+	if err == nil || !strings.Contains(out, "--where: column label is integer; 'x' at offset 8 is not a number") || strings.Count(strings.TrimSpace(out), "\n") != 0 {
+		t.Errorf("a filter that does not fit the schema: %v %q", err, out)
+	}
+	out, err = mounttest.Run(bin, "warm", dir, "--version", "0", "--where", "split = 'p3'", "--cache-dir", t.TempDir())
+	if err != nil {
+		t.Errorf("warm --where: %v %s", err, out)
+	}
+}
