@@ -18,9 +18,10 @@ type fileStats struct {
 	nulls    map[string]json.RawMessage
 }
 
-// parseStats reads an add action's JSON statistics (the log replay turns
-// a checkpoint's stats_parsed into the same JSON). nil when there are none
-// or they do not parse: then nothing is skipped.
+// parseStats reads an add action's JSON statistics. nil when there are
+// none or they do not parse: then nothing is skipped. (A checkpoint that
+// keeps only stats_parsed gives the log replay its numRecords alone: its
+// files are not skipped.)
 func parseStats(s string, cols []*Column) *fileStats {
 	if s == "" {
 		return nil

@@ -83,6 +83,7 @@ func figures() []figure {
 	fs = append(fs, scaleFigures()...)  // bench/run/scale.go
 	fs = append(fs, s3Figures()...)     // bench/run/s3.go
 	fs = append(fs, layoutFigures()...) // bench/run/layout.go
+	fs = append(fs, whereFigures()...)  // bench/run/where.go
 	return fs
 }
 
