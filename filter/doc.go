@@ -19,7 +19,7 @@
 // grammar): comparisons (= == <> != < <= > >=) of a column with a
 // literal, IN and NOT IN lists of literals, BETWEEN, IS [NOT] NULL, AND,
 // OR, NOT, parentheses, a bare boolean column. Literals: numbers, 'strings'
-// ('' for a quote), X'hex' for binary, TRUE, FALSE, NULL, DATE '...',
+// (” for a quote), X'hex' for binary, TRUE, FALSE, NULL, DATE '...',
 // TIMESTAMP '...', TIMESTAMP_NTZ '...'. Columns by their logical names
 // (under column mapping too): bare (matched exactly, else
 // case-insensitively when only one matches), `quoted` or "quoted".
