@@ -43,7 +43,7 @@ func (v *Version) classWidth(ctx context.Context, r *resolved, l *layout) (int, 
 	}
 	v.mu.Unlock()
 	var total classRange
-	exact := true // total is the range of the live rows' classes
+	exact := r.filter == nil // total is the range of the live rows' classes (a filter keeps fewer)
 	for i, f := range l.files {
 		if l.cum[i+1] == l.cum[i] {
 			continue // no live rows

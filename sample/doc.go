@@ -83,6 +83,28 @@
 // Within a shard, samples are in append order (file, then row), and
 // Shard.Global numbers them uniquely within the version.
 //
+// # Filters
+//
+// Spec.Where (--where) keeps only the live rows a SQL condition holds
+// TRUE for (package filter). A version's data files are decided from the
+// log first (where.go): those whose partition values or statistics
+// exclude the filter are left out of the layout and never opened (not
+// even identified); those the log shows to match wholly are indexed as
+// without a filter; the others are indexed reading the filter's columns
+// with the id and class columns, keeping only the matching rows (as a
+// deletion vector keeps the live ones: fileSamples.rows), and then the
+// data column only at the rows kept (one page each, through the cache).
+// The live rows read are checked against the log as without a filter.
+// Shards, class folders, _samples.tsv, the tar view and the extents are
+// computed over the rows kept. A contiguous layout places shards by row
+// counts, so it indexes the filtered files when the version is first
+// used; a balanced one indexes every file anyway. The filter (its bound
+// form: Filter.Key) is part of the key of a file's index and of a JSON
+// rendering of its kept rows; page keys do not depend on it, so mounts of
+// one table with different filters share a disk cache's pages.
+// _commit.json says the filter and how many files it pruned, skipped and
+// read (FilterCounts), and so does Describe (the mount's start line).
+//
 // # Laziness, sharing and memory
 //
 // Nothing is read at construction. A version's snapshot is built on first

@@ -3,9 +3,11 @@ package sample
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"unsafe"
 
+	"github.com/deltafs/deltafs/filter"
 	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -98,7 +100,9 @@ func (v *Version) fileSamples(ctx context.Context, r *resolved, l *layout, i int
 	}
 	// Whatever the log or the footer claims must be what the file holds:
 	// shards were placed by the claims, and a disagreement means damage.
-	if f.NumRecords >= 0 && int64(fs.n) != f.LiveRows() {
+	// (A file whose rows a filter selects had its live rows checked
+	// against the log as they were read: buildFile.)
+	if v.decision(f) != filter.Some && f.NumRecords >= 0 && int64(fs.n) != f.LiveRows() {
 		return nil, v.fileErr(f.Path, fmt.Errorf("the log says %d live rows (%d records less %d deleted), the file has %d",
 			f.LiveRows(), f.NumRecords, dvCard(f), fs.n))
 	}
@@ -118,6 +122,10 @@ type fileBuild struct {
 	ids     idBuilder
 	scanned bool       // the rows were scanned (else the mode finds them)
 	vals    [][]string // the values of the mode's columns, live row by row
+	// filtered: rows holds only the live rows the filter keeps (a subset
+	// of the file's live rows, as with a deletion vector).
+	filtered bool
+	whereKey string // the filter's Key when filtered
 }
 
 func (b *fileBuild) addRow(row int64) {
@@ -145,6 +153,22 @@ func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFil
 		add(c)
 	}
 	bd.vals = make([][]string, len(modeCols))
+	// The filter's columns, when it selects rows of this file: read with
+	// the others (a column already read is not read twice).
+	var where []int
+	if r.filter != nil && v.decision(f) == filter.Some {
+		bd.filtered, bd.whereKey = true, r.filter.Key()
+		for _, c := range r.filter.ColumnNames() {
+			at := slices.Index(cols, c)
+			if at < 0 {
+				cols = append(cols, c)
+				at = len(cols) - 1
+			}
+			where = append(where, at)
+		}
+	}
+	var keep []bool
+	live := int64(0) // live rows read, kept or not
 	ids := &bd.ids
 	switch {
 	case r.id == nil:
@@ -157,7 +181,15 @@ func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFil
 	var classes classIndex
 	var tooMany error
 	batch := func(b *scan.Batch) error {
+		live += int64(len(b.Rows))
+		if where != nil {
+			keep = slices.Grow(keep[:0], len(b.Rows))[:len(b.Rows)]
+			r.filter.Match(b, where, keep)
+		}
 		for i, row := range b.Rows {
+			if where != nil && !keep[i] {
+				continue
+			}
 			bd.addRow(row)
 			if idAt >= 0 {
 				v := &b.Cols[idAt]
@@ -196,6 +228,10 @@ func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFil
 	fs.classes = classes.vals
 	if tooMany != nil {
 		return nil, tooMany
+	}
+	if bd.filtered && f.NumRecords >= 0 && live != f.LiveRows() {
+		return nil, fmt.Errorf("the log says %d live rows (%d records less %d deleted), the file has %d",
+			f.LiveRows(), f.NumRecords, dvCard(f), live)
 	}
 	if err := r.mode.index(ctx, bd); err != nil {
 		return nil, err

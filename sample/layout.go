@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/deltafs/deltafs/filter"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -48,8 +49,21 @@ func (l *layout) total() int64 { return l.cum[len(l.cum)-1] }
 // newLayout orders snap's files and takes their claimed live rows from the
 // log; without statistics it reads the footer (numRows) when footers is
 // set, else leaves the claim unknown (-1) for the index to settle.
-func (v *Version) newLayout(ctx context.Context, footers bool) (*layout, error) {
-	files := append([]*snapshot.AddFile(nil), v.snap.Files...)
+//
+// With a filter, the files it prunes or skips are left out (never
+// opened), and a file whose rows it filters has no claim: with footers
+// set (a contiguous layout, which places shards by the claims) those
+// files are indexed here, so that their claims are the rows kept.
+func (v *Version) newLayout(ctx context.Context, r *resolved, footers bool) (*layout, error) {
+	var files []*snapshot.AddFile
+	var filtered []int // files whose rows the filter selects
+	for _, f := range v.snap.Files {
+		switch v.decision(f) {
+		case filter.Pruned, filter.Skipped:
+			continue
+		}
+		files = append(files, f)
+	}
 	sort.SliceStable(files, func(i, j int) bool {
 		if files[i].ModificationTime != files[j].ModificationTime {
 			return files[i].ModificationTime < files[j].ModificationTime
@@ -63,6 +77,11 @@ func (v *Version) newLayout(ctx context.Context, footers bool) (*layout, error) 
 			return nil, v.fileErr(f.Path, err)
 		}
 		l.refs[i] = FileRef{Path: f.Path, Key: key, Size: f.Size}
+		if r.filter != nil && v.decision(f) == filter.Some {
+			l.claim[i] = -1
+			filtered = append(filtered, i)
+			continue
+		}
 		n := f.LiveRows()
 		if n < 0 || n > maxFileRows || (f.DeletionVector != nil && f.DeletionVector.Cardinality < 0) {
 			n = -1
@@ -88,6 +107,21 @@ func (v *Version) newLayout(ctx context.Context, footers bool) (*layout, error) 
 			n = phys
 		}
 		l.claim[i] = n
+	}
+	if footers && len(filtered) > 0 {
+		fss, err := v.indexList(ctx, r, l, filtered)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range filtered {
+			if fss[j] != nil {
+				l.claim[i] = int64(fss[j].n)
+			} else {
+				l.claim[i] = 0 // left out (--skip-unreadable)
+			}
+		}
+	}
+	for i, n := range l.claim {
 		l.cum[i+1] = l.cum[i] + max(n, 0)
 		if l.cum[i+1] > MaxSamples {
 			return nil, fmt.Errorf("%s version %d: more than %d live rows: deltafs serves at most that many samples per version", v.s.location(), v.snap.Version, int64(MaxSamples))

@@ -62,9 +62,9 @@ func (m *bytesMode) index(ctx context.Context, b *fileBuild) error {
 	fs.exts = make([]uint8, 0, len(rows))
 	extIdx := map[string]uint8{}
 	next := 0 // the next live row's ordinal
-	err := b.v.s.opts.Fetcher.Values(ctx, fs.ref, m.data.phys, func(row int64, data []byte) error {
+	each := func(row int64, data []byte) error {
 		if next >= len(rows) || int64(rows[next]) != row {
-			return nil // a deleted row
+			return nil // a deleted row, or one a filter leaves out
 		}
 		fs.sizes = append(fs.sizes, uint32(len(data)))
 		ext := sniffExt(data)
@@ -93,7 +93,24 @@ func (m *bytesMode) index(ctx context.Context, b *fileBuild) error {
 		fs.exts = append(fs.exts, ei)
 		next++
 		return nil
-	})
+	}
+	var err error
+	if b.filtered {
+		// Only the rows the filter keeps: the pages they lie in, not the
+		// whole column (each page once, through the cache).
+		for _, row := range rows {
+			data, verr := b.v.s.opts.Fetcher.Value(ctx, fs.ref, m.data.phys, int64(row))
+			if verr != nil {
+				err = verr
+				break
+			}
+			if err = each(int64(row), data); err != nil {
+				break
+			}
+		}
+	} else {
+		err = b.v.s.opts.Fetcher.Values(ctx, fs.ref, m.data.phys, each)
+	}
 	if err != nil {
 		return err
 	}

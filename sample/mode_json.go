@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -40,7 +41,17 @@ func (jsonMode) sampleKey(v *Version, row int64) (string, string) {
 func (jsonMode) index(ctx context.Context, b *fileBuild) error {
 	v, f, fs := b.v, b.f, b.fs
 	fs.jsonKey = CacheKey{Kind: "json", File: f.Path, Version: fs.ref.identity(), Column: v.schemaID(), Unit: f.DeletionVector.UniqueID()}
-	blob, jrows, err := v.renderJSON(ctx, f)
+	var want []int64 // the rows to render; nil: every live row
+	if b.filtered {
+		// The rows the filter keeps, and a key of their own (another
+		// filter keeps other rows of the file).
+		fs.jsonKey.Unit += whereUnit + b.whereKey
+		want = make([]int64, len(b.rows))
+		for j, row := range b.rows {
+			want[j] = int64(row)
+		}
+	}
+	blob, jrows, err := v.renderJSON(ctx, f, want)
 	if err != nil {
 		return err
 	}
@@ -63,7 +74,14 @@ func (jsonMode) index(ctx context.Context, b *fileBuild) error {
 func (jsonMode) content(ctx context.Context, sh *Shard, sg *segment, li int) ([]byte, error) {
 	fs := sg.fs
 	blob, err := sh.v.s.opts.Cache.Get(ctx, fs.jsonKey, func(ctx context.Context) ([]byte, error) {
-		blob, _, err := sh.v.renderJSON(ctx, sg.add)
+		var want []int64
+		if strings.Contains(fs.jsonKey.Unit, whereUnit) {
+			want = make([]int64, fs.n)
+			for j := range want {
+				want[j] = fs.row(j)
+			}
+		}
+		blob, _, err := sh.v.renderJSON(ctx, sg.add, want)
 		return blob, err
 	})
 	if err != nil {
@@ -86,14 +104,25 @@ func (v *Version) schemaID() string {
 	return strconv.Itoa(len(v.schemaJSON)) + ":" + hashString(string(v.schemaJSON))
 }
 
-// renderJSON renders the live rows of f, one JSON object and "\n" each,
+// whereUnit marks the key of a rendering of the rows a filter keeps.
+const whereUnit = "\x00where="
+
+// renderJSON renders the live rows of f (want: only those of these
+// physical rows, ascending; nil: all), one JSON object and "\n" each,
 // packed as a blob, with their physical row indexes.
-func (v *Version) renderJSON(ctx context.Context, f *snapshot.AddFile) ([]byte, []int64, error) {
+func (v *Version) renderJSON(ctx context.Context, f *snapshot.AddFile, want []int64) ([]byte, []int64, error) {
 	var vals [][]byte
 	var rows []int64
 	var buf []byte
 	var offs []int
+	next := 0
 	err := v.s.opts.Rows.ScanJSON(ctx, v.snap, f, func(row int64, js []byte) {
+		if want != nil {
+			if next >= len(want) || want[next] != row {
+				return
+			}
+			next++
+		}
 		offs = append(offs, len(buf))
 		buf = append(buf, js...)
 		buf = append(buf, '\n')

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/deltafs/deltafs/filter"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -39,6 +40,11 @@ type Spec struct {
 	// them. Off by default: a loader then sees every live row of the
 	// version or an error.
 	SkipUnreadable bool
+	// Where, when set, is a SQL boolean expression over the table's
+	// columns (package filter): only the rows it holds TRUE for are
+	// samples. Data files whose partition values or statistics exclude
+	// it are never opened.
+	Where string
 }
 
 // Validate checks the spec on its own (columns are checked per version).
@@ -54,7 +60,24 @@ func (s *Spec) Validate() error {
 	default:
 		return fmt.Errorf("--shard-layout %q: want %s or %s", s.Layout, LayoutBalanced, LayoutContiguous)
 	}
+	if s.Where != "" {
+		if _, err := filter.Parse(s.Where); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// bindWhere binds Spec.Where to a version's schema (nil without one).
+func (s *Spec) bindWhere(snap *snapshot.Snapshot) (*filter.Filter, error) {
+	if s.Where == "" {
+		return nil, nil
+	}
+	e, err := filter.Parse(s.Where)
+	if err != nil {
+		return nil, err
+	}
+	return filter.Bind(e, snap)
 }
 
 func (s *Spec) shards() int {
@@ -81,7 +104,9 @@ type resolved struct {
 	id     *column // nil: derived ids
 	data   *column // nil: none (rows as JSON)
 	class  *column // nil: no class folders
-	key    string  // identity of what a file's sample metadata depends on
+	// filter selects the samples among the live rows (nil: all of them).
+	filter *filter.Filter
+	key    string // identity of what a file's sample metadata depends on
 }
 
 // NoData as Spec.DataColumn asks for rows as JSON even when the table has
@@ -146,6 +171,9 @@ func (s *Spec) resolve(snap *snapshot.Snapshot) (*resolved, error) {
 			return nil, err
 		}
 	}
+	if r.filter, err = s.bindWhere(snap); err != nil {
+		return nil, err
+	}
 	r.layout = s.Layout
 	if r.layout == "" {
 		r.layout = LayoutContiguous
@@ -169,7 +197,13 @@ func (r *resolved) identity() string {
 	if cs := r.mode.columns(); len(cs) > 0 {
 		path = cs[0]
 	}
-	return fmt.Sprintf("%s id=%s data=%s path=%s class=%s", r.mode.identity(), name(r.id), name(r.data), name(path), name(r.class))
+	id := fmt.Sprintf("%s id=%s data=%s path=%s class=%s", r.mode.identity(), name(r.id), name(r.data), name(path), name(r.class))
+	if r.filter != nil {
+		// Only with a filter, so that the keys of unfiltered indexes
+		// (and the disk caches holding them) stay as they were.
+		id += " where=" + r.filter.Key()
+	}
+	return id
 }
 
 // fileSpec is what a file's sample metadata depends on besides the file
@@ -194,5 +228,9 @@ func (s *Spec) Describe(snap *snapshot.Snapshot) (string, error) {
 		fmt.Fprintf(&b, " class=%s", r.class.name)
 	}
 	fmt.Fprintf(&b, " shards=%d layout=%s", s.shards(), r.layout)
+	if r.filter != nil {
+		c := countDecisions(r.filter, snap)
+		fmt.Fprintf(&b, " where=%q files_pruned=%d files_skipped=%d files_read=%d", r.filter.String(), c.Pruned, c.Skipped, c.Read)
+	}
 	return b.String(), nil
 }

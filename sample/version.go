@@ -20,8 +20,11 @@ type Version struct {
 	s    *Samples
 	snap *snapshot.Snapshot
 
-	commitJSON []byte
+	commitOnce sync.Once
+	commitJSON []byte // built on first use (a filter decides every file for it)
 	schemaJSON []byte
+
+	whereSt whereState // the filter's decisions (where.go)
 
 	mu     sync.Mutex // guards the lazily built fields below
 	spec   *resolved  // nil until resolved
@@ -41,7 +44,6 @@ type Version struct {
 
 func (s *Samples) newVersion(snap *snapshot.Snapshot) *Version {
 	v := &Version{s: s, snap: snap, shards: make([]*Shard, s.Shards())}
-	v.commitJSON = commitJSON(snap)
 	if snap.Schema != nil {
 		b, _ := json.MarshalIndent(snap.Schema, "", "  ")
 		v.schemaJSON = append(b, '\n')
@@ -61,7 +63,10 @@ func (v *Version) Snapshot() *snapshot.Snapshot { return v.snap }
 func (v *Version) Time() time.Time { return v.snap.Timestamp }
 
 // CommitJSON is the content of _commit.json.
-func (v *Version) CommitJSON() []byte { return v.commitJSON }
+func (v *Version) CommitJSON() []byte {
+	v.commitOnce.Do(func() { v.commitJSON = commitJSON(v.snap, v.whereJSON()) })
+	return v.commitJSON
+}
 
 // SchemaJSON is the content of _schema.json: the schema in Delta's format.
 func (v *Version) SchemaJSON() []byte { return v.schemaJSON }
@@ -69,7 +74,8 @@ func (v *Version) SchemaJSON() []byte { return v.schemaJSON }
 // Shards is the number of shards.
 func (v *Version) Shards() int { return len(v.shards) }
 
-func commitJSON(snap *snapshot.Snapshot) []byte {
+// commitJSON is _commit.json; where, when set, is the filter's member.
+func commitJSON(snap *snapshot.Snapshot, where any) []byte {
 	ci := snap.CommitInfo
 	var rows any
 	if n := snap.NumRows(); n >= 0 {
@@ -87,12 +93,13 @@ func commitJSON(snap *snapshot.Snapshot) []byte {
 		ReaderVer   int            `json:"minReaderVersion"`
 		Features    []string       `json:"readerFeatures,omitempty"`
 		Partitioned []string       `json:"partitionColumns,omitempty"`
+		Filter      any            `json:"filter,omitempty"`
 	}{
 		Version: snap.Version, Timestamp: snap.Timestamp.UnixMilli(), Time: snap.Timestamp.UTC().Format(time.RFC3339Nano),
 		Operation: ci.Operation, Parameters: ci.OperationParameters, Engine: ci.Engine(),
 		Files: len(snap.Files), Rows: rows,
 		ReaderVer: snap.Protocol.MinReaderVersion, Features: snap.Protocol.ReaderFeatures,
-		Partitioned: snap.Metadata.PartitionColumns,
+		Partitioned: snap.Metadata.PartitionColumns, Filter: where,
 	}
 	b, _ := json.MarshalIndent(out, "", "  ")
 	return append(b, '\n')
@@ -128,7 +135,7 @@ func (v *Version) prepare(ctx context.Context) (*resolved, *layout, error) {
 	if v.lay == nil {
 		// A balanced layout indexes every file, which settles unknown
 		// claims; a contiguous one needs them to place its shards.
-		l, err := v.newLayout(ctx, v.spec.layout == LayoutContiguous)
+		l, err := v.newLayout(ctx, v.spec, v.spec.layout == LayoutContiguous)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -204,21 +211,30 @@ func (v *Version) Shard(ctx context.Context, k int) (*Shard, error) {
 // A file that fails fails the call, unless SkipUnreadable: then its entry
 // is nil and a warning names it (once per version and file).
 func (v *Version) indexFiles(ctx context.Context, r *resolved, l *layout, first, end int) ([]*fileSamples, error) {
-	out := make([]*fileSamples, end-first)
-	errs := make([]error, end-first)
+	idx := make([]int, end-first)
+	for i := range idx {
+		idx[i] = first + i
+	}
+	return v.indexList(ctx, r, l, idx)
+}
+
+// indexList is indexFiles of the layout's files idx (ascending).
+func (v *Version) indexList(ctx context.Context, r *resolved, l *layout, idx []int) ([]*fileSamples, error) {
+	out := make([]*fileSamples, len(idx))
+	errs := make([]error, len(idx))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(v.s.opts.Parallel)
-	for i := first; i < end; i++ {
+	for j, i := range idx {
 		g.Go(func() error {
 			fs, err := v.fileSamples(gctx, r, l, i)
 			if err != nil {
-				errs[i-first] = err
+				errs[j] = err
 				if !v.s.opts.Spec.SkipUnreadable || ctx.Err() != nil {
 					return err
 				}
 				return nil
 			}
-			out[i-first] = fs
+			out[j] = fs
 			return nil
 		})
 	}
@@ -238,9 +254,9 @@ func (v *Version) indexFiles(ctx context.Context, r *resolved, l *layout, first,
 	}
 	for i, e := range errs {
 		if e != nil {
-			v.s.warnOnce("skip:"+fmt.Sprint(v.snap.Version)+"\x00"+l.files[first+i].Path,
+			v.s.warnOnce("skip:"+fmt.Sprint(v.snap.Version)+"\x00"+l.files[idx[i]].Path,
 				"--skip-unreadable: leaving out the samples of a data file that cannot be read; shards of this version are smaller",
-				"table", v.s.location(), "version", v.snap.Version, "file", l.files[first+i].Path, "err", e)
+				"table", v.s.location(), "version", v.snap.Version, "file", l.files[idx[i]].Path, "err", e)
 		}
 	}
 	return out, nil

@@ -87,6 +87,7 @@ func figures() []figure {
 	fs = append(fs, layoutFigures()...) // bench/run/layout.go
 	fs = append(fs, tarFigures()...)    // bench/run/tar.go
 	fs = append(fs, pythonFigures()...) // bench/run/python.go
+	fs = append(fs, whereFigures()...)  // bench/run/where.go
 	return fs
 }
 

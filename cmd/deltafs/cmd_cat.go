@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/deltafs/deltafs/filter"
 	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -19,6 +21,7 @@ type catOptions struct {
 	versionFlags
 	columns string
 	limit   int64
+	where   string
 }
 
 func newCatCmd() *cobra.Command {
@@ -52,6 +55,7 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 	o.versionFlags.addFlags(f, "print", true)
 	f.StringVar(&o.columns, "columns", "", "comma-separated columns to print, in that order (default: all)")
 	f.Int64Var(&o.limit, "limit", -1, "print at most this many rows (default: all)")
+	f.StringVar(&o.where, "where", "", whereHelp)
 	return c
 }
 
@@ -67,6 +71,12 @@ func runCat(cmd *cobra.Command, location string, o *catOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
+	var where *filter.Expr
+	if o.where != "" {
+		if where, err = filter.Parse(o.where); err != nil {
+			return usageError{err}
+		}
+	}
 
 	t, err := openTable(ctx, location)
 	if err != nil {
@@ -81,6 +91,9 @@ func runCat(cmd *cobra.Command, location string, o *catOptions) error {
 	snap, err := tbl.Snapshot(ctx, version)
 	if err != nil {
 		return err
+	}
+	if where != nil {
+		return catWhere(cmd, tbl.Location(), snap, columns, where, o.limit)
 	}
 	sc, err := scan.New(snap, columns)
 	if err != nil {
@@ -138,4 +151,76 @@ func parseColumns(s string) ([]string, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// catWhere is cat with --where: the data files the filter prunes or skips
+// are not opened; the rows of the others are read with the filter's
+// columns (added to --columns when absent, not printed) and printed when
+// the filter holds.
+func catWhere(cmd *cobra.Command, location string, snap *snapshot.Snapshot, columns []string, where *filter.Expr, limit int64) error {
+	ctx := cmd.Context()
+	flt, err := filter.Bind(where, snap)
+	if err != nil {
+		return fmt.Errorf("%s version %d: %w", location, snap.Version, err)
+	}
+	if columns == nil && snap.Schema != nil {
+		columns = snap.Schema.Names()
+	}
+	out := len(columns)
+	cols := append([]string(nil), columns...)
+	at := whereColumns(&cols, flt)
+	sc, err := scan.New(snap, cols)
+	if err != nil {
+		return scanErr(location, snap.Version, err)
+	}
+	fields := sc.Fields()[:out]
+	if limit == 0 {
+		return nil
+	}
+	w := bufio.NewWriterSize(cmd.OutOrStdout(), 256<<10)
+	var buf []byte
+	n := int64(0)
+	for _, f := range snap.Files {
+		d := flt.Decide(snap, f)
+		if d == filter.Pruned || d == filter.Skipped {
+			continue
+		}
+		err = sc.File(ctx, f, func(_ int64, row []any) error {
+			if d == filter.Some && !flt.MatchRow(row, at) {
+				return nil
+			}
+			buf = scan.AppendJSON(buf[:0], fields, row[:out])
+			buf = append(buf, '\n')
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			if n++; limit > 0 && n >= limit {
+				return errLimit
+			}
+			return nil
+		})
+		if errors.Is(err, errLimit) {
+			break
+		}
+		if err != nil {
+			w.Flush()
+			return scanErr(location, snap.Version, err)
+		}
+	}
+	return w.Flush()
+}
+
+// whereColumns adds the filter's columns to cols where absent and
+// returns the index in cols of each.
+func whereColumns(cols *[]string, flt *filter.Filter) []int {
+	var at []int
+	for _, c := range flt.ColumnNames() {
+		i := slices.Index(*cols, c)
+		if i < 0 {
+			*cols = append(*cols, c)
+			i = len(*cols) - 1
+		}
+		at = append(at, i)
+	}
+	return at
 }

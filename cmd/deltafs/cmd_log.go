@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/deltafs/deltafs/filter"
 	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -19,11 +20,13 @@ func init() { rootCmd.AddCommand(newLogCmd()) }
 
 // logOptions are the flags of `deltafs log`.
 type logOptions struct {
-	JSON bool
+	JSON  bool
+	Where string
 }
 
 func (o *logOptions) AddFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.JSON, "json", false, "print one JSON object per version")
+	f.StringVar(&o.Where, "where", "", whereHelp+"; FILES and ROWS then count the files read and the rows that match")
 }
 
 func newLogCmd() *cobra.Command {
@@ -75,6 +78,13 @@ func runLog(ctx context.Context, w io.Writer, location string, o logOptions) err
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	var where *filter.Expr
+	if o.Where != "" {
+		var err error
+		if where, err = filter.Parse(o.Where); err != nil {
+			return usageError{err}
+		}
+	}
 	t, err := openTable(ctx, location)
 	if err != nil {
 		return err
@@ -82,6 +92,9 @@ func runLog(ctx context.Context, w io.Writer, location string, o logOptions) err
 	defer t.Close()
 	tbl := t.Log
 	rows := scan.FooterRows(tbl.Storage())
+	if where != nil {
+		return logWhere(ctx, w, tbl, where, o.JSON)
+	}
 	if o.JSON {
 		enc := json.NewEncoder(w)
 		return tbl.History(ctx, rows, func(vs snapshot.VersionStats) error {
@@ -116,4 +129,102 @@ func runLog(ctx context.Context, w io.Writer, location string, o logOptions) err
 		err = ferr
 	}
 	return err
+}
+
+// logWhere is log with --where: for every readable version, the data
+// files the filter reads (not pruned or skipped) and the live rows that
+// match. A file's count is kept across versions (by path and deletion
+// vector), so each file is read once.
+func logWhere(ctx context.Context, w io.Writer, tbl *snapshot.Table, where *filter.Expr, asJSON bool) error {
+	versions, err := tbl.Versions(ctx)
+	if err != nil {
+		return err
+	}
+	counted := map[string]int64{}
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	enc := json.NewEncoder(w)
+	if !asJSON {
+		fmt.Fprintln(tw, "VERSION\tCOMMITTED (UTC)\tOPERATION\tFILES\tROWS")
+	}
+	for i, vi := range versions {
+		snap, err := tbl.Snapshot(ctx, vi.Version)
+		if err != nil {
+			tw.Flush()
+			return err
+		}
+		flt, err := filter.Bind(where, snap)
+		if err != nil {
+			tw.Flush()
+			return fmt.Errorf("%s version %d: %w", tbl.Location(), snap.Version, err)
+		}
+		files, rows := 0, int64(0)
+		for _, f := range snap.Files {
+			d := flt.Decide(snap, f)
+			if d == filter.Pruned || d == filter.Skipped {
+				continue
+			}
+			files++
+			key := flt.Key() + "\x00" + f.Path + "\x00" + f.DeletionVector.UniqueID()
+			n, ok := counted[key]
+			if !ok {
+				if n, err = matchingRows(ctx, snap, f, flt, d); err != nil {
+					tw.Flush()
+					return scanErr(tbl.Location(), snap.Version, err)
+				}
+				counted[key] = n
+			}
+			rows += n
+		}
+		if asJSON {
+			if err := enc.Encode(logLine{Version: snap.Version, Timestamp: snap.Timestamp.UnixMilli(), Operation: snap.CommitInfo.Operation, Files: files, Rows: &rows}); err != nil {
+				return err
+			}
+			continue
+		}
+		op := snap.CommitInfo.Operation
+		if op == "" {
+			op = "-"
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\n", snap.Version, snap.Timestamp.UTC().Format(snapshot.LogTimeLayout), op, files, rows)
+		if (i+1)%4096 == 0 {
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return tw.Flush()
+}
+
+// matchingRows counts the live rows of f the filter keeps: all of them
+// when the log says so (d is filter.All and the log counts them), else
+// by reading the filter's columns.
+func matchingRows(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddFile, flt *filter.Filter, d filter.Decision) (int64, error) {
+	if d == filter.All && f.LiveRows() >= 0 {
+		return f.LiveRows(), nil
+	}
+	sc, err := scan.New(snap, flt.ColumnNames())
+	if err != nil {
+		return 0, err
+	}
+	at := make([]int, len(flt.Columns()))
+	for i := range at {
+		at[i] = i
+	}
+	var n int64
+	var keep []bool
+	err = sc.FileColumns(ctx, f, func(b *scan.Batch) error {
+		if d == filter.All {
+			n += int64(len(b.Rows))
+			return nil
+		}
+		keep = append(keep[:0], make([]bool, len(b.Rows))...)
+		flt.Match(b, at, keep)
+		for _, k := range keep {
+			if k {
+				n++
+			}
+		}
+		return nil
+	})
+	return n, err
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/deltafs/deltafs/filter"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -38,6 +39,10 @@ func checkImageShape(ctx context.Context, location string, sf *specFlags, fetche
 		return nil // spec.Describe has refused this spec already
 	}
 	im := spec.Image
+	var where *filter.Filter // probe only files a --where keeps
+	if e, err := filter.Parse(spec.Where); err == nil && spec.Where != "" {
+		where, _ = filter.Bind(e, snap)
+	}
 	var readErrs []error
 	for _, f := range snap.Files {
 		if len(readErrs) == probeFiles {
@@ -45,6 +50,11 @@ func checkImageShape(ctx context.Context, location string, sf *specFlags, fetche
 		}
 		if f.LiveRows() == 0 {
 			continue
+		}
+		if where != nil {
+			if d := where.Decide(snap, f); d == filter.Pruned || d == filter.Skipped {
+				continue
+			}
 		}
 		n, row, err := probeFile(ctx, fetcher, snap, f, field.PhysicalName())
 		switch {

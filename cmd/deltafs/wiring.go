@@ -23,6 +23,7 @@ type specFlags struct {
 	Shards         int
 	Layout         string
 	SkipUnreadable bool
+	Where          string
 }
 
 func (o *specFlags) addFlags(f *pflag.FlagSet) {
@@ -33,12 +34,13 @@ func (o *specFlags) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&o.ClassColumn, "class-column", "", "put samples in class folders named by this column (ImageFolder layout)")
 	f.IntVar(&o.Shards, "shards", 1, "split every version into this many shards of equal size (within one sample)")
 	f.StringVar(&o.Layout, "shard-layout", "", "how rows are split into shards: balanced (each class dealt across every shard; the default with --class-column) or contiguous (ranges of rows in append order, each shard reading about 1/S of the data files; the default without)")
+	f.StringVar(&o.Where, "where", "", whereHelp)
 	f.BoolVar(&o.SkipUnreadable, "skip-unreadable", false, "leave out the samples of data files that cannot be read, with a warning, instead of failing the shards that need them (EIO)")
 }
 
 func (o *specFlags) spec() (sample.Spec, error) {
 	s := sample.Spec{IDColumn: o.IDColumn, DataColumn: o.DataColumn, ImageFormat: o.ImageFormat, ClassColumn: o.ClassColumn, Shards: o.Shards,
-		Layout: o.Layout, SkipUnreadable: o.SkipUnreadable}
+		Layout: o.Layout, SkipUnreadable: o.SkipUnreadable, Where: o.Where}
 	if o.Image != "" {
 		im, err := sample.ParseImage(o.Image)
 		if err != nil {
@@ -51,6 +53,9 @@ func (o *specFlags) spec() (sample.Spec, error) {
 	}
 	return s, s.Validate()
 }
+
+// whereHelp is the help of --where (mount, warm, cat, log).
+const whereHelp = "only the rows for which this SQL condition is true, e.g. \"split = 'train' AND score >= 0.8\" (comparisons, IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT over columns and literals); data files whose partition values or statistics exclude it are never read"
 
 // cacheFlags are the cache and read-ahead flags shared by mount and warm.
 type cacheFlags struct {
