@@ -303,11 +303,11 @@ func (b *bench) scaleRun(sp scaleSpec, table, tmpfs string, r int) error {
 	b.add(w+"/second ls -f", "entries/s", float64(want)/took.Seconds())
 
 	// find MOUNT/version/N -type f | wc -l: the samples, _samples.tsv,
-	// _commit.json and _schema.json.
+	// _commit.json, _schema.json and the shard's tar view (shard/0.tar).
 	took, err = g.run("find", lim.step, func(ctx context.Context) error {
 		k, err := countLines(ctx, nil, "find", filepath.Dir(filepath.Dir(root)), "-type", "f")
-		if err == nil && k != n+3 {
-			err = fmt.Errorf("find %s -type f found %d files, want %d", filepath.Dir(filepath.Dir(root)), k, n+3)
+		if err == nil && k != n+4 {
+			err = fmt.Errorf("find %s -type f found %d files, want %d", filepath.Dir(filepath.Dir(root)), k, n+4)
 		}
 		return err
 	})
