@@ -208,7 +208,7 @@ func TestWhereStatsParsedHostile(t *testing.T) {
 	}{
 		{"id bounds as strings", func(dir string) {
 			writeStatsParsedCheckpoint(t, dir, func(st jsonStats) *spWrongStats {
-				lo, hi := "9999999", "9999999" // would exclude every file if read as numbers
+				lo, hi := "-5", "-5" // read as numbers, would exclude every file from id >= 3950
 				return &spWrongStats{NumRecords: &st.NumRecords, MinValues: &spWrongVals{ID: &lo}, MaxValues: &spWrongVals{ID: &hi}}
 			})
 		}},
