@@ -159,7 +159,7 @@ func dropMismatchedStats(m *Metadata, parts []*ckptPart) {
 		}
 		if !checkParsedStats(p.parsed, schema) {
 			for _, a := range p.parsedAdds {
-				a.Stats = ""
+				a.Stats, a.statsRendered = "", false
 			}
 		}
 		p.parsedAdds = nil
@@ -320,6 +320,7 @@ func readAdds(g *groupReader, n int, p *ckptPart) error {
 		if a.Stats == "" {
 			a.Stats = parsed.render(r)
 			fromParsed = a.Stats != ""
+			a.statsRendered = fromParsed
 		}
 		if v, ok := baseRowID.value(r); ok {
 			a.BaseRowID = &v.i

@@ -293,3 +293,52 @@ func compareStats(t *testing.T, name, rendered, js string) {
 		t.Errorf("%s: no value compared: %s / %s", name, rendered, js)
 	}
 }
+
+// A file whose commit has JSON statistics and whose checkpoint has only
+// stats_parsed is one shared AddFile (per-file work is memoised by
+// pointer), whichever is read first.
+func TestStatsParsedSharesWithCommit(t *testing.T) {
+	f := newFakeLog(t)
+	f.create(nil)
+	f.commit(1, Action{Add: &AddFile{Path: "f", PartitionValues: map[string]*string{"part": ptr("p")}, Size: 10,
+		Stats: `{"numRecords":4,"minValues":{"id":1},"maxValues":{"id":9},"nullCount":{"id":0}}`}})
+	f.commit(2)
+	type vals struct {
+		ID *int64 `parquet:"id,optional"`
+	}
+	type sp struct {
+		NumRecords *int64 `parquet:"numRecords,optional"`
+		MinValues  *vals  `parquet:"minValues,optional"`
+		MaxValues  *vals  `parquet:"maxValues,optional"`
+	}
+	rows := []spTestRow[sp]{
+		{Protocol: &ckptProtocol{MinReaderVersion: 1, MinWriterVersion: 2}},
+		{MetaData: &ckptMetadata{ID: f.metadata.ID, Format: ckptFormat{Provider: "parquet"}, SchemaString: f.metadata.SchemaString, PartitionColumns: f.metadata.PartitionColumns}},
+		{Add: &spTestAdd[sp]{Path: "f", PartitionValues: map[string]string{"part": "p"}, Size: 10,
+			StatsParsed: &sp{NumRecords: ptr[int64](4), MinValues: &vals{ID: ptr[int64](1)}, MaxValues: &vals{ID: ptr[int64](9)}}}},
+	}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[spTestRow[sp]](&buf)
+	if _, err := w.Write(rows); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.st.Set(logDir+"00000000000000000002.checkpoint.parquet", buf.Bytes(), f.at(2))
+	tbl := mustOpen(t, f.st)
+	s2, err := tbl.Snapshot(context.Background(), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s2.Files) != 1 || !s2.Files[0].statsRendered {
+		t.Fatalf("version 2 was not read from its checkpoint's stats_parsed: %+v", s2.Files)
+	}
+	s1, err := tbl.Snapshot(context.Background(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s1.Files) != 1 || s1.Files[0] != s2.Files[0] {
+		t.Errorf("the commit's add and the checkpoint's are not shared")
+	}
+}
