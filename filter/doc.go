@@ -60,9 +60,11 @@
 // for); timestamp bounds widened by one millisecond each way (written in
 // milliseconds); a float minimum only (NaN sorts above everything and
 // writers leave it out of the maximum); no binary bounds; null counts. A
-// statistic missing or unreadable bounds nothing; so do a checkpoint's
-// stats_parsed columns (only the JSON stats string is read). Deletion vectors need
-// no care: statistics describe a file's rows before deletion, a superset.
+// statistic missing or unreadable bounds nothing. A checkpoint's
+// stats_parsed (without a stats string) skips alike: package snapshot
+// renders it as the JSON string it stands for, where exact, and drops it
+// when its types disagree with the schema. Deletion vectors need no
+// care: statistics describe a file's rows before deletion, a superset.
 //
 // Statistics are trusted, as Delta readers trust them: a file whose
 // statistics say no row can match is not opened, even if (the log being

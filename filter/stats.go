@@ -20,8 +20,8 @@ type fileStats struct {
 
 // parseStats reads an add action's JSON statistics. nil when there are
 // none or they do not parse: then nothing is skipped. (A checkpoint that
-// keeps only stats_parsed gives the log replay its numRecords alone: its
-// files are not skipped.)
+// keeps only stats_parsed has it rendered into this JSON by package
+// snapshot, statsparsed.go.)
 func parseStats(s string, cols []*Column) *fileStats {
 	if s == "" {
 		return nil

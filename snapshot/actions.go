@@ -82,6 +82,7 @@ type AddFile struct {
 	Size               int64              `json:"size"`
 	ModificationTime   int64              `json:"modificationTime"`
 	DataChange         bool               `json:"dataChange"`
+	statsRendered      bool               // Stats rendered from a checkpoint's stats_parsed (statsparsed.go)
 	Stats              string             `json:"stats,omitempty"`
 	Tags               map[string]string  `json:"tags,omitempty"`
 	DeletionVector     *DeletionVector    `json:"deletionVector,omitempty"`

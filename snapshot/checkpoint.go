@@ -35,15 +35,20 @@ type checkpointState struct {
 
 // ckptPart is what one checkpoint file (or sidecar) holds.
 type ckptPart struct {
-	protocol  *Protocol
-	metadata  *Metadata
-	meta      *CheckpointMeta
-	adds      []*AddFile
-	sidecars  []*Sidecar
-	actions   int64 // rows (Parquet) or non-empty lines (JSON)
-	protocols int
-	metadatas int
-	size      int64 // bytes of the file
+	protocol *Protocol
+	metadata *Metadata
+	meta     *CheckpointMeta
+	adds     []*AddFile
+	sidecars []*Sidecar
+	// stats_parsed: the file's layout of it, and the adds whose Stats
+	// were rendered from it (statsparsed.go), checked against the
+	// schema once the checkpoint's metaData is known.
+	parsed     *parsedLayout
+	parsedAdds []*AddFile
+	actions    int64 // rows (Parquet) or non-empty lines (JSON)
+	protocols  int
+	metadatas  int
+	size       int64 // bytes of the file
 }
 
 // readCheckpoint reads every file of c, then the sidecars they list.
@@ -88,6 +93,7 @@ func readCheckpoint(ctx context.Context, st storage.Storage, c checkpointRef) (*
 		cs.Adds = append(cs.Adds, p.adds...)
 		sidecars = append(sidecars, p.sidecars...)
 	}
+	done := parts
 	if len(sidecars) > 0 {
 		keys := make([]string, len(sidecars))
 		for i, sc := range sidecars {
@@ -119,6 +125,7 @@ func readCheckpoint(ctx context.Context, st storage.Storage, c checkpointRef) (*
 				}
 				cs.Adds = append(cs.Adds, p.adds...)
 				cs.Actions += p.actions
+				done = append(done, p)
 				return nil
 			})
 		}
@@ -132,7 +139,31 @@ func readCheckpoint(ctx context.Context, st storage.Storage, c checkpointRef) (*
 	if cs.Metadata == nil {
 		return nil, c.Files[0].Key, corruptf("checkpoint has no metaData action")
 	}
+	dropMismatchedStats(cs.Metadata, done)
 	return cs, "", nil
+}
+
+// dropMismatchedStats takes back the statistics rendered from a file's
+// stats_parsed when its layout disagrees with the checkpoint's schema:
+// those files are then not skipped (their numRecords stays).
+func dropMismatchedStats(m *Metadata, parts []*ckptPart) {
+	var schema *StructType
+	parsedSchema := false
+	for _, p := range parts {
+		if len(p.parsedAdds) == 0 {
+			continue
+		}
+		if !parsedSchema {
+			schema, _ = ParseSchema(m.SchemaString)
+			parsedSchema = true
+		}
+		if !checkParsedStats(p.parsed, schema) {
+			for _, a := range p.parsedAdds {
+				a.Stats, a.statsRendered = "", false
+			}
+		}
+		p.parsedAdds = nil
+	}
 }
 
 func firstNonEmpty(s []string) string {
@@ -260,7 +291,7 @@ func readAdds(g *groupReader, n int, p *ckptPart) error {
 	baseRowID, _ := g.column("add", "baseRowId")
 	defRowCommit, _ := g.column("add", "defaultRowCommitVersion")
 	clustering, _ := g.column("add", "clusteringProvider")
-	parsedNum, _ := g.column("add", "stats_parsed", "numRecords")
+	parsed, layout := readStatsParsed(g)
 	if g.err != nil {
 		return g.err
 	}
@@ -284,6 +315,12 @@ func readAdds(g *groupReader, n int, p *ckptPart) error {
 		}
 		if v, ok := stats.value(r); ok {
 			a.Stats = v.s
+		}
+		fromParsed := false
+		if a.Stats == "" {
+			a.Stats = parsed.render(r)
+			fromParsed = a.Stats != ""
+			a.statsRendered = fromParsed
 		}
 		if v, ok := baseRowID.value(r); ok {
 			a.BaseRowID = &v.i
@@ -326,13 +363,18 @@ func readAdds(g *groupReader, n int, p *ckptPart) error {
 		if err := finishAdd(a); err != nil {
 			return corruptf("row %d: %v", r, err)
 		}
-		if a.NumRecords < 0 {
-			if v, ok := parsedNum.value(r); ok && v.i >= 0 {
+		if a.NumRecords < 0 && !fromParsed && parsed != nil {
+			// JSON statistics without numRecords beside stats_parsed.
+			if v, ok := parsed.num.value(r); ok && v.i >= 0 {
 				a.NumRecords = v.i
 				if a.DeletionVector != nil && a.DeletionVector.Cardinality > a.NumRecords {
 					return corruptf("row %d: add %s: deletion vector removes %d rows of a file of %d", r, a.Path, a.DeletionVector.Cardinality, a.NumRecords)
 				}
 			}
+		}
+		if fromParsed {
+			p.parsedAdds = append(p.parsedAdds, a)
+			p.parsed = layout
 		}
 		p.adds = append(p.adds, a)
 	}

@@ -32,6 +32,15 @@
 //     parquet-go's row reconstruction, which panics on arrow-rs MAP groups
 //     and turns absent groups into zero structs); JSON V2 checkpoints with
 //     commit.go; sidecars are followed from _delta_log/_sidecars.
+//   - statsparsed.go gives an add that has only add.stats_parsed (a
+//     checkpoint written with writeStatsAsJson off) the JSON statistics
+//     string that struct stands for, rendered only where exact
+//     (integers, decimals, finite floats, valid UTF-8 strings, booleans,
+//     dates, timestamps at full precision; no binary, no nested columns),
+//     so AddFile.Stats is the one representation every consumer reads
+//     and costs what a JSON string costs. A checkpoint file whose
+//     stats_parsed types disagree with its schema (by physical name)
+//     gives its adds no statistics: no skipping, never wrong skipping.
 //   - commit.go parses JSON commits line by line.
 //   - replay.go applies actions: add and remove keyed by (path, deletion
 //     vector unique id), in file order within a commit; in a log

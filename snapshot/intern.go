@@ -56,12 +56,22 @@ func forgetInterned(c internCleanup) {
 // as complete. dataChange is left out: checkpoints rewrite it.
 func sameAdd(old, b *AddFile) bool {
 	a := old
-	return (a.Stats == b.Stats || b.Stats == "") && a.Path == b.Path && a.Size == b.Size && a.ModificationTime == b.ModificationTime &&
+	return sameStats(a, b) && a.Path == b.Path && a.Size == b.Size && a.ModificationTime == b.ModificationTime &&
 		a.NumRecords == b.NumRecords && a.DeletionVector.UniqueID() == b.DeletionVector.UniqueID() &&
 		dvCard(a) == dvCard(b) && equalInt64Ptr(a.BaseRowID, b.BaseRowID) &&
 		equalInt64Ptr(a.DefaultRowCommit, b.DefaultRowCommit) &&
 		maps.EqualFunc(a.PartitionValues, b.PartitionValues, equalStringPtr) &&
 		maps.Equal(a.Tags, b.Tags) && a.ClusteringProvider == b.ClusteringProvider
+}
+
+// sameStats: b's statistics add nothing to old's. Statistics rendered
+// from a checkpoint's stats_parsed and the writer's JSON of the same file
+// stand for each other.
+func sameStats(old, b *AddFile) bool {
+	if old.Stats == b.Stats || b.Stats == "" {
+		return true
+	}
+	return old.Stats != "" && (old.statsRendered || b.statsRendered)
 }
 
 func dvCard(a *AddFile) int64 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/parquet-go/parquet-go"
 
@@ -22,8 +23,8 @@ import (
 
 // pqValue is one leaf value with its levels, copied out of the page.
 type pqValue struct {
-	s        string // BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY
-	i        int64  // INT32, INT64, BOOLEAN (0/1)
+	s        string // BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY, INT96 (12 bytes)
+	i        int64  // INT32, INT64, BOOLEAN (0/1); FLOAT and DOUBLE as float64 bits
 	def, rep int16
 	null     bool
 }
@@ -228,6 +229,12 @@ func (p *pqFile) readColumn(rg parquet.RowGroup, rgIndex, col int, maxDef int) (
 						pv.i = int64(v.Int32())
 					case parquet.Int64:
 						pv.i = v.Int64()
+					case parquet.Float:
+						pv.i = int64(math.Float64bits(float64(v.Float())))
+					case parquet.Double:
+						pv.i = int64(math.Float64bits(v.Double()))
+					case parquet.Int96:
+						pv.s = string(v.Bytes())
 					case parquet.ByteArray, parquet.FixedLenByteArray:
 						pv.s = string(v.ByteArray())
 					}
