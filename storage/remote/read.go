@@ -1,0 +1,93 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"io"
+)
+
+// ErrInvalidRange marks a refused range (HTTP 416) of an unpinned read:
+// the range starts at or after the end of the object.
+var ErrInvalidRange = errors.New("range not satisfiable")
+
+// Pinned is what ReadPinned asks of a store for one key.
+type Pinned struct {
+	Pins    *Pins[Pin]
+	Key     string
+	Mutable bool // the key is not pinned (Options.Mutable)
+	// Get reads [off, off+len(dst)) into dst with one ranged GET, retried.
+	// With p it must match the pin and fill dst; without, it returns the
+	// identity in the response and the object may end before dst is full.
+	// An unpinned range at or past the end fails wrapping ErrInvalidRange.
+	Get func(ctx context.Context, off int64, dst []byte, p *Pin) (n int, seen Pin, err error)
+	// Meta fetches the identity with a metadata request (HEAD, Get Blob
+	// Properties) and MetaOp names that request.
+	Meta   func(ctx context.Context) (Pin, error)
+	MetaOp string
+	GetOp  string
+	// SetPin pins p, or fails with ErrChanged when another identity is
+	// pinned already.
+	SetPin func(op string, p Pin) error
+	// Stat answers a read of no bytes.
+	Stat func(ctx context.Context) error
+	// Refused is the error when a range is refused although the object
+	// (as the metadata says) has size bytes.
+	Refused func(size int64, err error) error
+}
+
+// ReadPinned implements storage.Storage's ReadAt over a pinned identity.
+// The first read of an unpinned key pins the identity in its response
+// (or, when the range is refused, from a metadata request); later reads
+// go through the pin, reading no more than it holds.
+func ReadPinned(ctx context.Context, r Pinned, p []byte, off int64) (int, error) {
+	for tries := 0; ; tries++ {
+		if pn, ok := r.Pins.Get(r.Key); ok {
+			if len(p) == 0 {
+				return 0, nil
+			}
+			if off >= pn.Size {
+				return 0, io.EOF
+			}
+			n := int(min(int64(len(p)), pn.Size-off))
+			if _, _, err := r.Get(ctx, off, p[:n], &pn); err != nil {
+				return 0, err
+			}
+			if n < len(p) {
+				return n, io.EOF
+			}
+			return n, nil
+		}
+		if len(p) == 0 {
+			return 0, r.Stat(ctx)
+		}
+		n, seen, err := r.Get(ctx, off, p, nil)
+		if errors.Is(err, ErrInvalidRange) {
+			// off is at or past the end (or the object is empty): learn
+			// the size, and pin it, from the metadata.
+			p2, merr := r.Meta(ctx)
+			if merr != nil {
+				return 0, merr
+			}
+			if perr := r.SetPin(r.MetaOp, p2); perr != nil {
+				return 0, perr
+			}
+			if off >= p2.Size {
+				return 0, io.EOF
+			}
+			if tries > 0 || r.Mutable {
+				return 0, r.Refused(p2.Size, err)
+			}
+			continue // the object grew between the GET and the metadata: read through the pin
+		}
+		if err != nil {
+			return 0, err
+		}
+		if perr := r.SetPin(r.GetOp, seen); perr != nil {
+			return 0, perr
+		}
+		if n < len(p) {
+			return n, io.EOF
+		}
+		return n, nil
+	}
+}
