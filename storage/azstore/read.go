@@ -88,7 +88,13 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 	if err := remote.CheckKey("azure", key); err != nil {
 		return 0, err
 	}
-	return remote.ReadPinned(ctx, remote.Pinned{
+	return remote.ReadPinned(ctx, s.pinned(key), p, off)
+}
+
+// pinned is what remote.ReadPinned and remote.Pinned.Holds ask of the
+// store for key.
+func (s *Store) pinned(key string) remote.Pinned {
+	return remote.Pinned{
 		Pins: &s.pins, Key: key, Mutable: s.opts.Mutable(key),
 		Get: func(ctx context.Context, off int64, dst []byte, p *pin) (int, pin, error) {
 			res, err := s.get(ctx, key, off, dst, p)
@@ -101,10 +107,10 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 			_, err := s.Stat(ctx, key)
 			return err
 		},
-		Refused: func(size int64, _ error) error {
+		Refused: func(off, size int64, _ error) error {
 			return &Error{Location: s.loc, Op: "GetBlob", Key: key, Reason: fmt.Sprintf("range at %d refused although the blob has %d bytes", off, size)}
 		},
-	}, p, off)
+	}
 }
 
 // errInvalidRange marks a 416 answer: the range starts at or after the end.

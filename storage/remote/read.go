@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -30,9 +31,9 @@ type Pinned struct {
 	SetPin func(op string, p Pin) error
 	// Stat answers a read of no bytes.
 	Stat func(ctx context.Context) error
-	// Refused is the error when a range is refused although the object
-	// (as the metadata says) has size bytes.
-	Refused func(size int64, err error) error
+	// Refused is the error when a range at off is refused although the
+	// object (as the metadata says) has size bytes.
+	Refused func(off, size int64, err error) error
 }
 
 // ReadPinned implements storage.Storage's ReadAt over a pinned identity.
@@ -75,7 +76,7 @@ func ReadPinned(ctx context.Context, r Pinned, p []byte, off int64) (int, error)
 				return 0, io.EOF
 			}
 			if tries > 0 || r.Mutable {
-				return 0, r.Refused(p2.Size, err)
+				return 0, r.Refused(off, p2.Size, err)
 			}
 			continue // the object grew between the GET and the metadata: read through the pin
 		}
@@ -90,4 +91,19 @@ func ReadPinned(ctx context.Context, r Pinned, p []byte, off int64) (int, error)
 		}
 		return n, nil
 	}
+}
+
+// Holds reports whether the key holds exactly data, read without pinning
+// (a conditional put that may have succeeded on an earlier attempt).
+func (r Pinned) Holds(ctx context.Context, data []byte) (bool, error) {
+	if len(data) == 0 {
+		p, err := r.Meta(ctx)
+		return err == nil && p.Size == 0, err
+	}
+	buf := make([]byte, len(data)+1)
+	n, seen, err := r.Get(ctx, 0, buf, nil)
+	if err != nil {
+		return false, err
+	}
+	return n == len(data) && seen.Size == int64(len(data)) && bytes.Equal(buf[:n], data), nil
 }
