@@ -42,17 +42,7 @@ func (s *Store) setPin(op, key string, p pin) error {
 // or read of a key pins its identity; a pinned key is answered from the
 // pin without a request.
 func (s *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
-	if p, ok := s.pins.Get(key); ok {
-		return p.Info(key), nil
-	}
-	p, err := s.props(ctx, key)
-	if err != nil {
-		return storage.ObjectInfo{}, err
-	}
-	if err := s.setPin("GetProperties", key, p); err != nil {
-		return storage.ObjectInfo{}, err
-	}
-	return p.Info(key), nil
+	return s.pinned(key).Stat(ctx)
 }
 
 func (s *Store) props(ctx context.Context, key string) (pin, error) {
@@ -103,10 +93,6 @@ func (s *Store) pinned(key string) remote.Pinned {
 		Meta:   func(ctx context.Context) (pin, error) { return s.props(ctx, key) },
 		MetaOp: "GetProperties", GetOp: "GetBlob",
 		SetPin: func(op string, p pin) error { return s.setPin(op, key, p) },
-		Stat: func(ctx context.Context) error {
-			_, err := s.Stat(ctx, key)
-			return err
-		},
 		Refused: func(off, size int64, _ error) error {
 			return &Error{Location: s.loc, Op: "GetBlob", Key: key, Reason: fmt.Sprintf("range at %d refused although the blob has %d bytes", off, size)}
 		},

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"io"
+
+	"github.com/deltafs/deltafs/storage"
 )
 
 // ErrInvalidRange marks a refused range (HTTP 416) of an unpinned read:
@@ -29,11 +31,25 @@ type Pinned struct {
 	// SetPin pins p, or fails with ErrChanged when another identity is
 	// pinned already.
 	SetPin func(op string, p Pin) error
-	// Stat answers a read of no bytes.
-	Stat func(ctx context.Context) error
 	// Refused is the error when a range at off is refused although the
 	// object (as the metadata says) has size bytes.
 	Refused func(off, size int64, err error) error
+}
+
+// Stat implements storage.Storage's Stat: a pinned key is answered from
+// the pin without a request; otherwise the metadata request pins it.
+func (r Pinned) Stat(ctx context.Context) (storage.ObjectInfo, error) {
+	if p, ok := r.Pins.Get(r.Key); ok {
+		return p.Info(r.Key), nil
+	}
+	p, err := r.Meta(ctx)
+	if err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	if err := r.SetPin(r.MetaOp, p); err != nil {
+		return storage.ObjectInfo{}, err
+	}
+	return p.Info(r.Key), nil
 }
 
 // ReadPinned implements storage.Storage's ReadAt over a pinned identity.
@@ -59,7 +75,8 @@ func ReadPinned(ctx context.Context, r Pinned, p []byte, off int64) (int, error)
 			return n, nil
 		}
 		if len(p) == 0 {
-			return 0, r.Stat(ctx)
+			_, err := r.Stat(ctx)
+			return 0, err
 		}
 		n, seen, err := r.Get(ctx, off, p, nil)
 		if errors.Is(err, ErrInvalidRange) {
