@@ -134,16 +134,11 @@ type epochCost struct {
 // epoch's cost.
 func (b *bench) coldEpoch(table string, threads int, flags ...string) (float64, epochCost, error) {
 	var c epochCost
-	cache, err := os.MkdirTemp(b.out, "cache-")
+	m, done, err := b.mountCold(table, flags...)
 	if err != nil {
 		return 0, c, err
 	}
-	defer os.RemoveAll(cache)
-	m, err := b.mount(table, append(flags, "--cache-dir", cache)...)
-	if err != nil {
-		return 0, c, err
-	}
-	defer m.unmount()
+	defer done()
 	out, err := run(b.readloopBin, "-threads", strconv.Itoa(threads), filepath.Join(m.dir, "latest", "shard", "0"))
 	if err != nil {
 		return 0, c, err

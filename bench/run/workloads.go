@@ -211,16 +211,11 @@ func mnistWorkload(b *bench) error {
 // the data column out of the index, while in bytes mode listing a shard
 // decodes its data pages (exact sizes), which a sample then finds cached.
 func (b *bench) randomSample(w, table, column string, flags ...string) error {
-	cache, err := os.MkdirTemp(b.out, "cache-")
+	m, done, err := b.mountCold(table, flags...)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(cache)
-	m, err := b.mount(table, append(flags, "--cache-dir", cache)...)
-	if err != nil {
-		return err
-	}
-	defer m.unmount()
+	defer done()
 	root := filepath.Join(m.dir, "latest", "shard", "0")
 	start := time.Now()
 	list, err := sampleList(root)
