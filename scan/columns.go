@@ -44,17 +44,9 @@ const maxBatchBytes = 64 << 20
 // With no columns projected, batches carry the live rows' indexes only.
 // Errors are as Scan.File's; an error returned by fn is returned as it is.
 func (s *Scan) FileColumns(ctx context.Context, f *snapshot.AddFile, fn func(b *Batch) error) error {
-	dv, err := s.snap.DeletedRows(ctx, f)
-	if err != nil {
-		return fileErr(s.snap.Version, f.Path, err)
-	}
-	r, err := OpenFile(ctx, s.snap, f)
+	r, dv, err := s.open(ctx, f)
 	if err != nil {
 		return err
-	}
-	r.tz = s.opts.PartitionTimeZone
-	if f.NumRecords >= 0 && f.NumRecords != r.NumRows() {
-		return fileErr(s.snap.Version, f.Path, fmt.Errorf("the data file has %d rows, its statistics in the log say %d", r.NumRows(), f.NumRecords))
 	}
 	ferr := error(nil)
 	err = r.readColumns(ctx, s.fields, dv, func(b *Batch) error {
