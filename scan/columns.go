@@ -3,7 +3,6 @@ package scan
 import (
 	"bytes"
 	"context"
-	"fmt"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/parquet-go/parquet-go"
@@ -144,15 +143,10 @@ func (br *batchReader) rowGroup(pq *pqcheck.File, rgi int, rg parquet.RowGroup, 
 	for i := range br.plans {
 		p := &br.plans[i]
 		for _, l := range p.leaves {
-			cc, ok := chunks[l.Index()].(*parquet.FileColumnChunk)
-			if !ok {
-				return fmt.Errorf("column %s: not a file column chunk", colPath(l))
-			}
-			staged, err := pq.StageChunk(rec, rgi, l.Index())
+			pages, err := leafPages(pq, rec, rgi, chunks, l)
 			if err != nil {
 				return err
 			}
-			pages := cc.PagesFrom(staged)
 			if p.flat {
 				br.flat[i] = newFlatReader(l, pages, br.fields[i].Type, p.root.conv)
 			} else {
