@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/deltafs/deltafs/bench/samplelist"
 )
 
 // Keys of MOUNTPOINT/.deltafs/stats read by the benchmarks.
@@ -254,15 +256,7 @@ func sampleList(root string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		rel, _, _ := strings.Cut(sc.Text(), "\t")
-		if rel != "" && !strings.HasPrefix(rel, "#") {
-			out = append(out, rel)
-		}
-	}
-	return out, sc.Err()
+	return samplelist.Parse(f)
 }
 
 func largeWorkload(b *bench) error {
