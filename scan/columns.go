@@ -3,7 +3,6 @@ package scan
 import (
 	"bytes"
 	"context"
-	"fmt"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/parquet-go/parquet-go"
@@ -44,17 +43,9 @@ const maxBatchBytes = 64 << 20
 // With no columns projected, batches carry the live rows' indexes only.
 // Errors are as Scan.File's; an error returned by fn is returned as it is.
 func (s *Scan) FileColumns(ctx context.Context, f *snapshot.AddFile, fn func(b *Batch) error) error {
-	dv, err := s.snap.DeletedRows(ctx, f)
-	if err != nil {
-		return fileErr(s.snap.Version, f.Path, err)
-	}
-	r, err := OpenFile(ctx, s.snap, f)
+	r, dv, err := s.open(ctx, f)
 	if err != nil {
 		return err
-	}
-	r.tz = s.opts.PartitionTimeZone
-	if f.NumRecords >= 0 && f.NumRecords != r.NumRows() {
-		return fileErr(s.snap.Version, f.Path, fmt.Errorf("the data file has %d rows, its statistics in the log say %d", r.NumRows(), f.NumRecords))
 	}
 	ferr := error(nil)
 	err = r.readColumns(ctx, s.fields, dv, func(b *Batch) error {
@@ -152,15 +143,10 @@ func (br *batchReader) rowGroup(pq *pqcheck.File, rgi int, rg parquet.RowGroup, 
 	for i := range br.plans {
 		p := &br.plans[i]
 		for _, l := range p.leaves {
-			cc, ok := chunks[l.Index()].(*parquet.FileColumnChunk)
-			if !ok {
-				return fmt.Errorf("column %s: not a file column chunk", colPath(l))
-			}
-			staged, err := pq.StageChunk(rec, rgi, l.Index())
+			pages, err := leafPages(pq, rec, rgi, chunks, l)
 			if err != nil {
 				return err
 			}
-			pages := cc.PagesFrom(staged)
 			if p.flat {
 				br.flat[i] = newFlatReader(l, pages, br.fields[i].Type, p.root.conv)
 			} else {

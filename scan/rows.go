@@ -135,15 +135,10 @@ func (rd *rowReader) rowGroup(pq *pqcheck.File, rgi int, rg parquet.RowGroup, st
 		cs := make([]*leafCursor, 0, len(p.leaves))
 		rd.cursors = append(rd.cursors, cs) // closed by the defer, also on an error
 		for _, l := range p.leaves {
-			cc, ok := chunks[l.Index()].(*parquet.FileColumnChunk)
-			if !ok {
-				return fmt.Errorf("column %s: not a file column chunk", colPath(l))
-			}
-			staged, err := pq.StageChunk(rec, rgi, l.Index())
+			pages, err := leafPages(pq, rec, rgi, chunks, l)
 			if err != nil {
 				return err
 			}
-			pages := cc.PagesFrom(staged)
 			cs = append(cs, newLeafCursor(l, pages))
 			rd.cursors[len(rd.cursors)-1] = cs
 			if lo > start {
@@ -229,4 +224,19 @@ func (rd *rowReader) readRow() error {
 		}
 	}
 	return nil
+}
+
+// leafPages are the pages of leaf column l in row group rgi: its chunk
+// read whole through rec and checked (pqcheck.File.StageChunk), for the
+// row and the column paths alike.
+func leafPages(pq *pqcheck.File, rec *ioRecorder, rgi int, chunks []parquet.ColumnChunk, l *parquet.Column) (*parquet.FilePages, error) {
+	cc, ok := chunks[l.Index()].(*parquet.FileColumnChunk)
+	if !ok {
+		return nil, fmt.Errorf("column %s: not a file column chunk", colPath(l))
+	}
+	staged, err := pq.StageChunk(rec, rgi, l.Index())
+	if err != nil {
+		return nil, err
+	}
+	return cc.PagesFrom(staged), nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -111,6 +112,26 @@ func (s *Scan) Fields() []snapshot.StructField { return s.fields }
 // Snapshot is the snapshot scanned.
 func (s *Scan) Snapshot() *snapshot.Snapshot { return s.snap }
 
+// open opens data file f for File and FileColumns with its deletion
+// vector (nil when it has none), checking its row count against the log's.
+func (s *Scan) open(ctx context.Context, f *snapshot.AddFile) (*FileReader, *roaring64.Bitmap, error) {
+	dv, err := s.snap.DeletedRows(ctx, f)
+	if err != nil {
+		return nil, nil, fileErr(s.snap.Version, f.Path, err)
+	}
+	r, err := OpenFile(ctx, s.snap, f)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.tz = s.opts.PartitionTimeZone
+	if f.NumRecords >= 0 && f.NumRecords != r.NumRows() {
+		// Row counts from the log place rows (shards, deletion vectors):
+		// a file that disagrees is not the file the log describes.
+		return nil, nil, fileErr(s.snap.Version, f.Path, fmt.Errorf("the data file has %d rows, its statistics in the log say %d", r.NumRows(), f.NumRecords))
+	}
+	return r, dv, nil
+}
+
 // File calls fn for each live row of data file f, in file order, with the
 // row's physical index in the file (what deletion vectors index) and its
 // values in Fields() order. Rows deleted by f's deletion vector are
@@ -118,19 +139,9 @@ func (s *Scan) Snapshot() *snapshot.Snapshot { return s.snap }
 // during the call. Errors are *FileError values naming the version and
 // the file; an error returned by fn is returned as it is.
 func (s *Scan) File(ctx context.Context, f *snapshot.AddFile, fn func(rowIndex int64, row []any) error) error {
-	dv, err := s.snap.DeletedRows(ctx, f)
-	if err != nil {
-		return fileErr(s.snap.Version, f.Path, err)
-	}
-	r, err := OpenFile(ctx, s.snap, f)
+	r, dv, err := s.open(ctx, f)
 	if err != nil {
 		return err
-	}
-	r.tz = s.opts.PartitionTimeZone
-	if f.NumRecords >= 0 && f.NumRecords != r.NumRows() {
-		// Row counts from the log place rows (shards, deletion vectors):
-		// a file that disagrees is not the file the log describes.
-		return fileErr(s.snap.Version, f.Path, fmt.Errorf("the data file has %d rows, its statistics in the log say %d", r.NumRows(), f.NumRecords))
 	}
 	ferr := error(nil)
 	err = r.readRows(ctx, s.fields, 0, math.MaxInt64, dv, func(row int64, vals []any) error {

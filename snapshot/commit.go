@@ -58,11 +58,7 @@ func parseActions(data []byte) (*actions, error) {
 	line := 0
 	for len(data) > 0 {
 		var l []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			l, data = data[:i], data[i+1:]
-		} else {
-			l, data = data, nil
-		}
+		l, data, _ = bytes.Cut(data, []byte{'\n'})
 		line++
 		l = bytes.TrimSpace(l)
 		if len(l) == 0 {

@@ -179,11 +179,7 @@ func parseCommitInfo(data []byte) (*CommitInfo, error) {
 	line := 0
 	for len(data) > 0 {
 		var l []byte
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			l, data = data[:i], data[i+1:]
-		} else {
-			l, data = data, nil
-		}
+		l, data, _ = bytes.Cut(data, []byte{'\n'})
 		line++
 		if !bytes.Contains(l, []byte(`"commitInfo"`)) {
 			continue

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"slices"
 )
 
@@ -102,8 +103,8 @@ func (s *state) sortedFiles() []*AddFile {
 }
 
 func compareFiles(a, b *AddFile) int {
-	if c := cmpString(a.Path, b.Path); c != 0 {
+	if c := cmp.Compare(a.Path, b.Path); c != 0 {
 		return c
 	}
-	return cmpString(a.DeletionVector.UniqueID(), b.DeletionVector.UniqueID())
+	return cmp.Compare(a.DeletionVector.UniqueID(), b.DeletionVector.UniqueID())
 }

@@ -1,6 +1,7 @@
 package snapshot
 
 import (
+	"cmp"
 	"maps"
 	"slices"
 )
@@ -89,9 +90,9 @@ func (l *logListing) add(files []logFile) (changed []logFile) {
 	changed = append(changed, l.addCommits(commits)...)
 	slices.SortFunc(l.compactions, func(a, b logFile) int {
 		if a.Version != b.Version {
-			return cmpInt(a.Version, b.Version)
+			return cmp.Compare(a.Version, b.Version)
 		}
-		return cmpInt(a.End, b.End)
+		return cmp.Compare(a.End, b.End)
 	})
 	return changed
 }
@@ -101,7 +102,7 @@ func (l *logListing) add(files []logFile) (changed []logFile) {
 // replaces a changed file, copies the slice first (it may be shared with
 // a published listing).
 func (l *logListing) addCommits(files []logFile) (changed []logFile) {
-	slices.SortFunc(files, func(a, b logFile) int { return cmpInt(a.Version, b.Version) })
+	slices.SortFunc(files, func(a, b logFile) int { return cmp.Compare(a.Version, b.Version) })
 	copied := false
 	for _, f := range files {
 		n := len(l.commits)
@@ -109,7 +110,7 @@ func (l *logListing) addCommits(files []logFile) (changed []logFile) {
 			l.commits = append(l.commits, f)
 			continue
 		}
-		i, found := slices.BinarySearchFunc(l.commits, f.Version, func(c logFile, v int64) int { return cmpInt(c.Version, v) })
+		i, found := slices.BinarySearchFunc(l.commits, f.Version, func(c logFile, v int64) int { return cmp.Compare(c.Version, v) })
 		if found && l.commits[i].Size == f.Size && l.commits[i].ModTime.Equal(f.ModTime) {
 			continue
 		}
@@ -172,7 +173,7 @@ func (l *logListing) firstMissing(from int64) int64 {
 // commitIndex is the index of the first commit of version >= v, and
 // whether it is v.
 func (l *logListing) commitIndex(v int64) (int, bool) {
-	return slices.BinarySearchFunc(l.commits, v, func(c logFile, v int64) int { return cmpInt(c.Version, v) })
+	return slices.BinarySearchFunc(l.commits, v, func(c logFile, v int64) int { return cmp.Compare(c.Version, v) })
 }
 
 // extend returns a listing with files (a listing from version relistFrom
@@ -255,7 +256,7 @@ func completeCheckpoint(files []logFile, skip func(key string) bool) (checkpoint
 		}
 	}
 	ok := func(key string) bool { return skip == nil || !skip(key) }
-	byKey := func(a, b logFile) int { return cmpString(a.Key, b.Key) }
+	byKey := func(a, b logFile) int { return cmp.Compare(a.Key, b.Key) }
 	slices.SortFunc(uuid, byKey)
 	for _, f := range uuid {
 		if ok(f.Key) {
@@ -440,24 +441,4 @@ func (l *logListing) beyondHead() []int64 {
 	}
 	slices.Sort(out)
 	return out
-}
-
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

@@ -9,7 +9,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -22,6 +21,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/deltafs/deltafs/bench/samplelist"
 )
 
 func main() {
@@ -96,15 +97,11 @@ func readFile(path string, buf []byte) (int64, error) {
 func gather(root string, list bool) ([]string, error) {
 	if f, err := os.Open(filepath.Join(root, "_samples.tsv")); err == nil && !list {
 		defer f.Close()
-		var out []string
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			rel, _, _ := strings.Cut(sc.Text(), "\t")
-			if rel != "" && !strings.HasPrefix(rel, "#") {
-				out = append(out, filepath.Join(root, rel))
-			}
+		rels, err := samplelist.Parse(f)
+		for i, rel := range rels {
+			rels[i] = filepath.Join(root, rel)
 		}
-		return out, sc.Err()
+		return rels, err
 	}
 	var out []string
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {

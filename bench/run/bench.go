@@ -211,6 +211,21 @@ func (b *bench) mount(table string, flags ...string) (*mounted, error) {
 	return b.serve(dir, filepath.Join(dir, "latest"), b.deltafs, append([]string{"mount", table, dir}, flags...)...)
 }
 
+// mountCold mounts table with flags over a fresh, empty cache directory;
+// done unmounts it and removes the cache.
+func (b *bench) mountCold(table string, flags ...string) (m *mounted, done func(), err error) {
+	cache, err := os.MkdirTemp(b.out, "cache-")
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err = b.mount(table, append(flags, "--cache-dir", cache)...)
+	if err != nil {
+		os.RemoveAll(cache)
+		return nil, nil, err
+	}
+	return m, func() { m.unmount(); os.RemoveAll(cache) }, nil
+}
+
 // mountFloor starts the FUSE floor with files of size bytes.
 func (b *bench) mountFloor(files, size int) (*mounted, error) {
 	dir, err := os.MkdirTemp(b.out, "floor-")

@@ -80,14 +80,14 @@ func figures() []figure {
 		figure{"resident memory over --mem-cache, 1,000,000 samples (MB)", "million/resident memory over --mem-cache", "", "≤ 200", atMost(200)},
 		figure{"sample index bytes per sample, 1,000,000 samples", "million/index bytes per sample", "", "< 64", atMost(63.99)},
 	)
-	fs = append(fs, scaleFigures()...)  // bench/run/scale.go
-	fs = append(fs, s3Figures()...)     // bench/run/s3.go
-	fs = append(fs, azureFigures()...)  // bench/run/azure.go
-	fs = append(fs, gcsFigures()...)    // bench/run/gcs.go
-	fs = append(fs, layoutFigures()...) // bench/run/layout.go
-	fs = append(fs, tarFigures()...)    // bench/run/tar.go
-	fs = append(fs, pythonFigures()...) // bench/run/python.go
-	fs = append(fs, whereFigures()...)  // bench/run/where.go
+	fs = append(fs, scaleFigures()...)       // bench/run/scale.go
+	fs = append(fs, s3Store.figures()...)    // bench/run/s3.go
+	fs = append(fs, azureStore.figures()...) // bench/run/azure.go
+	fs = append(fs, gcsStore.figures()...)   // bench/run/gcs.go
+	fs = append(fs, layoutFigures()...)      // bench/run/layout.go
+	fs = append(fs, tarFigures()...)         // bench/run/tar.go
+	fs = append(fs, pythonFigures()...)      // bench/run/python.go
+	fs = append(fs, whereFigures()...)       // bench/run/where.go
 	return fs
 }
 

@@ -50,16 +50,11 @@ func tarFigures() []figure {
 // tarEpochs measures shard 0's tar view of table, mounted with flags, for
 // one run: cold, data-file bytes, kernel-warm, and the tmpfs copy.
 func (b *bench) tarEpochs(w, table string, flags ...string) error {
-	cache, err := os.MkdirTemp(b.out, "cache-")
+	m, done, err := b.mountCold(table, flags...)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(cache)
-	m, err := b.mount(table, append(flags, "--cache-dir", cache)...)
-	if err != nil {
-		return err
-	}
-	defer m.unmount()
+	defer done()
 	shard := filepath.Join(m.dir, "latest", "shard")
 	tarPath := filepath.Join(shard, "0.tar")
 	// The tar's size is exact at stat: the first stat builds the shard's

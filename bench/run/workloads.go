@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/deltafs/deltafs/bench/samplelist"
 )
 
 // Keys of MOUNTPOINT/.deltafs/stats read by the benchmarks.
@@ -211,16 +213,11 @@ func mnistWorkload(b *bench) error {
 // the data column out of the index, while in bytes mode listing a shard
 // decodes its data pages (exact sizes), which a sample then finds cached.
 func (b *bench) randomSample(w, table, column string, flags ...string) error {
-	cache, err := os.MkdirTemp(b.out, "cache-")
+	m, done, err := b.mountCold(table, flags...)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(cache)
-	m, err := b.mount(table, append(flags, "--cache-dir", cache)...)
-	if err != nil {
-		return err
-	}
-	defer m.unmount()
+	defer done()
 	root := filepath.Join(m.dir, "latest", "shard", "0")
 	start := time.Now()
 	list, err := sampleList(root)
@@ -259,15 +256,7 @@ func sampleList(root string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		rel, _, _ := strings.Cut(sc.Text(), "\t")
-		if rel != "" && !strings.HasPrefix(rel, "#") {
-			out = append(out, rel)
-		}
-	}
-	return out, sc.Err()
+	return samplelist.Parse(f)
 }
 
 func largeWorkload(b *bench) error {

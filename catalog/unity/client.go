@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/httpjson"
 	"github.com/deltafs/deltafs/storage"
 )
 
@@ -77,30 +78,11 @@ func (t TemporaryCredentials) Storage() (storage.Credentials, error) {
 	return c, nil
 }
 
-// APIError is an answer other than 200. Message is the server's, which
-// names no secret of ours (the token is only ever in a header).
-type APIError struct {
-	Status  int
-	Code    string // error_code, e.g. PERMISSION_DENIED
-	Message string
-}
-
-func (e *APIError) Error() string {
-	s := fmt.Sprintf("HTTP %d", e.Status)
-	if e.Code != "" {
-		s += " " + e.Code
-	}
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	return s
-}
-
-// Denied reports a refusal that retrying cannot change: bad token (401),
-// no privilege (403), no such table (404).
-func (e *APIError) Denied() bool {
-	return e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e.Status == http.StatusNotFound
-}
+// APIError is an answer other than 200, its code from error_code.
+// Message is the server's, which names no secret of ours (the token is
+// only ever in a header). Denied reports a refusal that retrying cannot
+// change: bad token (401), no privilege (403), no such table (404).
+type APIError = httpjson.APIError
 
 // IsDenied reports whether err is an APIError that is Denied.
 func IsDenied(err error) bool {
@@ -181,14 +163,7 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte, 
 		return true, fmt.Errorf("reading the answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		ae := &APIError{Status: resp.StatusCode}
-		var eb struct {
-			ErrorCode string `json:"error_code"`
-			Message   string `json:"message"`
-		}
-		if json.Unmarshal(data, &eb) == nil {
-			ae.Code, ae.Message = eb.ErrorCode, eb.Message
-		}
+		ae := httpjson.Decode(resp.StatusCode, data, "error_code")
 		if len(ae.Message) > 300 {
 			ae.Message = ae.Message[:300] + "..."
 		}

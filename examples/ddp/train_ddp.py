@@ -24,11 +24,10 @@ import sys
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "mnist"))
-from train import Net, accuracy, loader  # noqa: E402
+from train import Net, accuracy, loader, train_epoch  # noqa: E402
 
 
 def main():
@@ -61,15 +60,8 @@ def main():
         # Shards differ by at most one sample, so a rank may have one batch
         # fewer; join() lets the others finish without hanging.
         with model.join():
-            for i, (x, y) in enumerate(train):
-                if args.max_steps is not None and i >= args.max_steps:
-                    break
-                opt.zero_grad()
-                loss = F.nll_loss(model(x), y)
-                loss.backward()
-                opt.step()
-                if rank == 0 and i % 50 == 0:
-                    print(f"epoch {epoch} batch {i} loss {loss.item():.4f}", flush=True)
+            log = (lambda i, seen, loss: print(f"epoch {epoch} batch {i} loss {loss:.4f}", flush=True)) if rank == 0 else None
+            train_epoch(model, opt, train, args.max_steps, log)
         acc = torch.tensor([accuracy(model.module, train, args.max_steps)])
         dist.all_reduce(acc)
         if rank == 0:

@@ -73,6 +73,25 @@ def accuracy(model, dl, max_batches=None):
     return right / max(total, 1)
 
 
+def train_epoch(model, opt, dl, max_steps=None, log=None):
+    """Trains model for one epoch of dl (at most max_steps batches) with
+    the negative log-likelihood loss, calling log(batch, samples seen, loss)
+    every 50 batches; returns the samples seen. The DDP and tar examples
+    share it."""
+    seen = 0
+    for i, (x, y) in enumerate(dl):
+        if max_steps is not None and i >= max_steps:
+            break
+        opt.zero_grad()
+        loss = F.nll_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        seen += len(y)
+        if log is not None and i % 50 == 0:
+            log(i, seen, loss.item())
+    return seen
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("data", help="an ImageFolder root, e.g. MOUNT/latest/shard/0")
@@ -100,17 +119,9 @@ def main():
     opt = torch.optim.Adadelta(model.parameters(), lr=args.lr)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7)
     for epoch in range(1, args.epochs + 1):
-        start, seen = time.time(), 0
-        for i, (x, y) in enumerate(train):
-            if args.max_steps is not None and i >= args.max_steps:
-                break
-            opt.zero_grad()
-            loss = F.nll_loss(model(x), y)
-            loss.backward()
-            opt.step()
-            seen += len(y)
-            if i % 50 == 0:
-                print(f"epoch {epoch} [{seen}/{len(ds)}] loss {loss.item():.4f}", flush=True)
+        start = time.time()
+        seen = train_epoch(model, opt, train, args.max_steps, lambda i, seen, loss: print(
+            f"epoch {epoch} [{seen}/{len(ds)}] loss {loss:.4f}", flush=True))
         sched.step()
         rate = seen / (time.time() - start)
         acc = accuracy(model, val, args.max_steps)

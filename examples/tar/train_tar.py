@@ -33,13 +33,12 @@ import tarfile
 import time
 
 import torch
-import torch.nn.functional as F
 from PIL import Image
 from torch.utils.data import DataLoader, IterableDataset
 from torchvision import transforms
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "mnist"))
-from train import Net, accuracy  # noqa: E402
+from train import Net, accuracy, train_epoch  # noqa: E402
 
 TF = transforms.Compose([
     transforms.Grayscale(num_output_channels=1),
@@ -142,19 +141,11 @@ def main():
     opt = torch.optim.Adadelta(model.parameters(), lr=args.lr)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7)
     for epoch in range(1, args.epochs + 1):
-        start, seen = time.time(), 0
+        start = time.time()
         ctx = model.join() if dist is not None else _nothing()
         with ctx:
-            for i, (x, y) in enumerate(train):
-                if args.max_steps is not None and i >= args.max_steps:
-                    break
-                opt.zero_grad()
-                loss = F.nll_loss(model(x), y)
-                loss.backward()
-                opt.step()
-                seen += len(y)
-                if rank == 0 and i % 50 == 0:
-                    print(f"epoch {epoch} [{seen}] loss {loss.item():.4f}", flush=True)
+            log = (lambda i, seen, loss: print(f"epoch {epoch} [{seen}] loss {loss:.4f}", flush=True)) if rank == 0 else None
+            seen = train_epoch(model, opt, train, args.max_steps, log)
         sched.step()
         rate = seen / (time.time() - start)
         acc = accuracy(model.module if dist is not None else model, val, args.max_steps)

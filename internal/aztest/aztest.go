@@ -170,13 +170,7 @@ func (s *Server) Stop() {
 	if cmd == nil {
 		return
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-exited:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-	}
+	cloudtest.StopGroup(cmd, exited)
 }
 
 // Restart starts a stopped server again on the same port.

@@ -4,6 +4,7 @@
 // (Proxy), the goroutine leak check (CheckGoroutines), a loopback HTTP
 // server that stops and restarts on the same address and counts its open
 // connections (Loopback), the upload walk over a local table directory
-// (WalkFiles), and what a child process needs (FreePort, OutputBuffer).
+// (WalkFiles), and what a child process needs (FreePort, OutputBuffer,
+// StopGroup).
 // It knows nothing of any cloud.
 package cloudtest

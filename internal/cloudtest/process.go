@@ -3,7 +3,10 @@ package cloudtest
 import (
 	"bytes"
 	"net"
+	"os/exec"
 	"sync"
+	"syscall"
+	"time"
 )
 
 // FreePort is a loopback port free now, for a child server that takes its
@@ -38,4 +41,17 @@ func (b *OutputBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// StopGroup stops the process group of cmd, started with Setpgid (a shim
+// and the server it runs stop together): SIGTERM, then SIGKILL after 5 s.
+// exited is closed when cmd.Wait returns.
+func StopGroup(cmd *exec.Cmd, exited <-chan struct{}) {
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-exited:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
 }

@@ -88,15 +88,7 @@ func startMoto(bin string, env []string) (endpoint string, stop func(), err erro
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(exited) }()
-	stop = func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			<-exited
-		}
-	}
+	stop = func() { cloudtest.StopGroup(cmd, exited) }
 	endpoint = "http://127.0.0.1:" + strconv.Itoa(port)
 	client := &http.Client{Timeout: time.Second}
 	deadline := time.Now().Add(30 * time.Second)

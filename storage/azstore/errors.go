@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -118,7 +117,6 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	status, code := respError(err)
 	var ne net.Error
 	var dns *net.DNSError
-	var be *remote.BodyError
 	var ve vendedError
 	switch {
 	case errors.As(err, &ve):
@@ -169,13 +167,9 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 		e.Reason = fmt.Sprintf("request timed out (limit %v per attempt, %v to connect)", s.opts.RequestTimeout, s.opts.ConnectTimeout)
 		// The per-attempt timeout is the store's, not the caller's: the
 		// error must not read as the caller's context expiring.
-		e.Err = storeTimeout{e.detail}
-	case errors.As(err, &be):
-		e.Reason = "response body cut short"
-	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "connection reset"):
-		e.Reason = "connection lost (reset or closed by the server)"
+		e.Err = remote.Timeout{Msg: e.detail}
 	default:
-		e.Reason = "I/O error"
+		e.Reason = remote.IOReason(err)
 	}
 	if status == 0 && attempts > 1 && !e.Permanent && !strings.Contains(e.Reason, "attempts") {
 		e.Reason += fmt.Sprintf("; gave up after %d attempts", attempts)
@@ -189,15 +183,6 @@ func (s *Store) inAccount() string {
 	}
 	return " in account " + s.account
 }
-
-// storeTimeout is an attempt that ran past Options.RequestTimeout: a
-// net.Error with Timeout() true that does not unwrap to
-// context.DeadlineExceeded.
-type storeTimeout struct{ msg string }
-
-func (t storeTimeout) Error() string   { return t.msg }
-func (t storeTimeout) Timeout() bool   { return true }
-func (t storeTimeout) Temporary() bool { return true }
 
 func errChanged(s *Store, op, key, detail string) *Error {
 	r := reasonChanged

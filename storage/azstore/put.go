@@ -44,25 +44,11 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, ifAbsent bool)
 	status, code := respError(err)
 	if ifAbsent && (code == "BlobAlreadyExists" || code == "ConditionNotMet" || status == http.StatusPreconditionFailed || status == http.StatusConflict) {
 		if n > 1 {
-			if same, _ := s.holds(ctx, key, data); same {
+			if same, _ := s.pinned(key).Holds(ctx, data); same {
 				return nil
 			}
 		}
 		return &Error{Location: s.loc, Op: "PutBlob", Key: key, Reason: reasonExists, Attempts: n, Err: err, detail: describe(err), kind: storage.ErrExist, Permanent: true}
 	}
 	return s.classify(ctx, "PutBlob", key, err, n)
-}
-
-// holds reports whether key holds exactly data (read without pinning).
-func (s *Store) holds(ctx context.Context, key string, data []byte) (bool, error) {
-	if len(data) == 0 {
-		p, err := s.props(ctx, key)
-		return err == nil && p.Size == 0, err
-	}
-	buf := make([]byte, len(data)+1)
-	res, err := s.get(ctx, key, 0, buf, nil)
-	if err != nil {
-		return false, err
-	}
-	return res.n == len(data) && res.total == int64(len(data)) && bytes.Equal(buf[:res.n], data), nil
 }

@@ -18,13 +18,8 @@ import (
 
 func init() {
 	for _, scheme := range Schemes {
-		storage.Register(scheme, func(ctx context.Context, location string, opts storage.Options) (storage.Storage, error) {
-			o := Options{AzureOptions: opts.Azure, RequestTimeout: opts.Azure.Timeout, MaxAttempts: opts.Azure.MaxAttempts, Credentials: opts.Credentials}
-			s, err := NewWithOptions(ctx, location, o)
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
+		remote.Register(scheme, func(ctx context.Context, location string, opts storage.Options) (*Store, error) {
+			return NewWithOptions(ctx, location, Options{AzureOptions: opts.Azure, RequestTimeout: opts.Azure.Timeout, MaxAttempts: opts.Azure.MaxAttempts, Credentials: opts.Credentials})
 		})
 	}
 }

@@ -30,6 +30,24 @@ type httpClient struct {
 	c *http.Client
 }
 
+// requestKind sorts a Blob service request into the Stats counters.
+func requestKind(req *http.Request) remote.Kind {
+	switch q := req.URL.Query(); {
+	case req.Method == http.MethodGet && q.Get("comp") == "list":
+		return remote.KindList
+	case req.Method == http.MethodGet && q.Get("comp") == "" && q.Get("restype") == "":
+		return remote.KindGet
+	case req.Method == http.MethodHead:
+		return remote.KindHead
+	case req.Method == http.MethodPut:
+		return remote.KindPut
+	case req.Method == http.MethodDelete:
+		return remote.KindDelete
+	default:
+		return remote.KindOther
+	}
+}
+
 func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 	s := h.s
 	if h.c == nil {
@@ -47,20 +65,7 @@ func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	switch q := req.URL.Query(); {
-	case req.Method == http.MethodGet && q.Get("comp") == "list":
-		s.st.Lists.Add(1)
-	case req.Method == http.MethodGet && q.Get("comp") == "" && q.Get("restype") == "":
-		s.st.Gets.Add(1)
-	case req.Method == http.MethodHead:
-		s.st.Heads.Add(1)
-	case req.Method == http.MethodPut:
-		s.st.Puts.Add(1)
-	case req.Method == http.MethodDelete:
-		s.st.Deletes.Add(1)
-	default:
-		s.st.Other.Add(1)
-	}
+	s.st.Count(requestKind(req))
 	if a := st.Attempts.Add(1); a > 1 {
 		s.notice("azure: a request failed; retrying", "op", st.Op, "key", st.Key,
 			"attempt", fmt.Sprintf("%d of %d", a, s.opts.MaxAttempts), "cause", st.Cause())

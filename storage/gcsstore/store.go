@@ -24,13 +24,8 @@ import (
 )
 
 func init() {
-	storage.Register("gs", func(ctx context.Context, location string, opts storage.Options) (storage.Storage, error) {
-		o := Options{GCSOptions: opts.GCS, RequestTimeout: opts.GCS.Timeout, MaxAttempts: opts.GCS.MaxAttempts, Credentials: opts.Credentials}
-		s, err := NewWithOptions(ctx, location, o)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
+	remote.Register("gs", func(ctx context.Context, location string, opts storage.Options) (*Store, error) {
+		return NewWithOptions(ctx, location, Options{GCSOptions: opts.GCS, RequestTimeout: opts.GCS.Timeout, MaxAttempts: opts.GCS.MaxAttempts, Credentials: opts.Credentials})
 	})
 }
 
@@ -277,27 +272,7 @@ func (s *Store) tokenSource(ctx context.Context, ts oauth2.TokenSource) (oauth2.
 // credentials, a port, a query or a fragment are refused; the error never
 // repeats credentials.
 func ParseLocation(location string) (bucket, prefix string, err error) {
-	u, err := url.Parse(location)
-	if err != nil {
-		return "", "", fmt.Errorf("gs location: not a valid URL")
-	}
-	if u.User != nil {
-		return "", "", errors.New("gs location must not contain credentials (user:secret@); use Google's credential chain (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, the metadata server)")
-	}
-	if u.Scheme != "gs" {
-		return "", "", fmt.Errorf("%s: not a gs:// location", location)
-	}
-	if u.Host == "" || u.Port() != "" {
-		return "", "", fmt.Errorf("%s: expected gs://bucket/prefix", location)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return "", "", fmt.Errorf("%s: a gs location has no query or fragment", location)
-	}
-	prefix = strings.Trim(u.Path, "/")
-	if prefix != "" {
-		prefix += "/"
-	}
-	return u.Host, prefix, nil
+	return remote.ParseBucket(location, "gs", "a", "Google's credential chain (GOOGLE_APPLICATION_CREDENTIALS, gcloud auth application-default login, the metadata server)")
 }
 
 // Location implements storage.Storage: gs://bucket/prefix.

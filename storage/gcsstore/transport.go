@@ -20,23 +20,23 @@ type meter struct {
 
 // requestKind sorts a request of the JSON or XML API into the Stats
 // counters; download tells object bytes (GET bodies of media).
-func requestKind(r *http.Request) (kind string, download bool) {
+func requestKind(r *http.Request) (kind remote.Kind, download bool) {
 	p := r.URL.Path
 	switch {
 	case r.Method == http.MethodDelete:
-		return "delete", false
+		return remote.KindDelete, false
 	case strings.HasPrefix(p, "/upload/") || r.Method == http.MethodPost || r.Method == http.MethodPut:
-		return "put", false
+		return remote.KindPut, false
 	case r.Method == http.MethodHead:
-		return "head", false
+		return remote.KindHead, false
 	case strings.HasPrefix(p, "/download/") || r.URL.Query().Get("alt") == "media":
-		return "get", true
+		return remote.KindGet, true
 	case strings.HasSuffix(p, "/o") || strings.HasSuffix(p, "/o/"):
-		return "list", false
+		return remote.KindList, false
 	case strings.Contains(p, "/storage/v1/b/"):
-		return "head", false // object or bucket metadata
+		return remote.KindHead, false // object or bucket metadata
 	default:
-		return "get", true // XML API: /bucket/object
+		return remote.KindGet, true // XML API: /bucket/object
 	}
 }
 
@@ -54,18 +54,7 @@ func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
 		st.Attempts.Add(1)
 	}
 	kind, download := requestKind(req)
-	switch kind {
-	case "get":
-		s.st.Gets.Add(1)
-	case "head":
-		s.st.Heads.Add(1)
-	case "list":
-		s.st.Lists.Add(1)
-	case "put":
-		s.st.Puts.Add(1)
-	case "delete":
-		s.st.Deletes.Add(1)
-	}
+	s.st.Count(kind)
 	resp, err := m.next.RoundTrip(req)
 	if err != nil {
 		release()

@@ -4,8 +4,11 @@
 // WithOp), the request counters and their snapshot (Counters, Stats), the
 // HTTP transport and the concurrency slot a request holds until its body is
 // closed (NewTransport, Counters.Acquire, Body, Closed), the one-line error
-// form (Message, Unwrap), key checks (CheckKey), list paging (Listing),
-// conditional-put verification (Holds) and the tuning defaults.
+// form (Message, Unwrap, Timeout, IOReason), key checks (CheckKey), list
+// paging (Listing), the pinned read loop and conditional-put verification
+// (ReadPinned, Pinned.Holds), request kinds (Kind, Counters.Count), s3://
+// and gs:// locations (ParseBucket), registration (Register) and the
+// tuning defaults.
 //
 // Each backend keeps what is its cloud's: building requests, its SDK's
 // retry hooks, its error codes and the words of its messages.

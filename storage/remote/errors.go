@@ -1,8 +1,11 @@
 package remote
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"syscall"
 )
 
 // Message is the one line of a backend's Error: the object (or the table,
@@ -67,4 +70,30 @@ func TableOp(op, key string, tableWide bool) string {
 		op += " " + key
 	}
 	return op
+}
+
+// Timeout is an attempt that ran past a store's RequestTimeout: a
+// net.Error with Timeout() true that does not unwrap to
+// context.DeadlineExceeded. The per-attempt timeout is the store's, not
+// the caller's: the error must not read as the caller's context expiring,
+// which upper layers take for an interrupted request.
+type Timeout struct{ Msg string }
+
+func (t Timeout) Error() string   { return t.Msg }
+func (t Timeout) Timeout() bool   { return true }
+func (t Timeout) Temporary() bool { return true }
+
+// IOReason is, in words, why an attempt without an HTTP answer failed
+// when it is neither a timeout nor the endpoint refusing connections: a
+// body cut short, a lost connection, or another I/O error.
+func IOReason(err error) string {
+	var be *BodyError
+	switch {
+	case errors.As(err, &be):
+		return "response body cut short"
+	case errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "connection reset"):
+		return "connection lost (reset or closed by the server)"
+	default:
+		return "I/O error"
+	}
 }

@@ -53,3 +53,33 @@ func (c *Counters) CountRetries(attempts int) {
 		c.Retries.Add(int64(attempts - 1))
 	}
 }
+
+// Kind is the kind of an HTTP request, as the Stats count it.
+type Kind int
+
+const (
+	KindOther Kind = iota
+	KindGet        // GET of an object's bytes
+	KindHead       // HEAD or metadata
+	KindList
+	KindPut
+	KindDelete
+)
+
+// Count counts one request (one attempt) of kind k.
+func (c *Counters) Count(k Kind) {
+	switch k {
+	case KindGet:
+		c.Gets.Add(1)
+	case KindHead:
+		c.Heads.Add(1)
+	case KindList:
+		c.Lists.Add(1)
+	case KindPut:
+		c.Puts.Add(1)
+	case KindDelete:
+		c.Deletes.Add(1)
+	default:
+		c.Other.Add(1)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -189,7 +188,6 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 		e.Permanent = !s.retryer.IsErrorRetryable(err)
 	default:
 		var ne net.Error
-		var be *remote.BodyError
 		msg := err.Error()
 		switch {
 		case errors.As(err, &ne) && ne.Timeout():
@@ -198,16 +196,12 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 			// the error must not read as the caller's context expiring
 			// (errors.Is(err, context.DeadlineExceeded)), which upper
 			// layers take for an interrupted request.
-			e.Err = storeTimeout{describe(err)}
-		case errors.As(err, &be):
-			e.Reason = "response body cut short"
+			e.Err = remote.Timeout{Msg: describe(err)}
 		case strings.Contains(msg, "connection refused"):
 			e.Reason = "cannot connect to the S3 endpoint (connection refused)"
 			e.tableWide = true // the endpoint's problem, not the key's
-		case strings.Contains(msg, "connection reset") || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
-			e.Reason = "connection lost (reset or closed by the server)"
 		default:
-			e.Reason = "I/O error"
+			e.Reason = remote.IOReason(err)
 		}
 		if attempts > 1 {
 			e.Reason += fmt.Sprintf("; gave up after %d attempts", attempts)
@@ -215,15 +209,6 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	}
 	return e
 }
-
-// storeTimeout is an attempt that ran past Options.RequestTimeout: a
-// net.Error with Timeout() true that does not unwrap to
-// context.DeadlineExceeded.
-type storeTimeout struct{ msg string }
-
-func (t storeTimeout) Error() string   { return t.msg }
-func (t storeTimeout) Timeout() bool   { return true }
-func (t storeTimeout) Temporary() bool { return true }
 
 func errChanged(s *Store, op, key, detail string) *Error {
 	r := reasonChanged

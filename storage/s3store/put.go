@@ -68,7 +68,7 @@ func (s *Store) put(ctx context.Context, key string, data []byte, ifAbsent bool)
 		code, status := errorCode(err), httpStatus(err)
 		if ifAbsent && (code == "PreconditionFailed" || status == http.StatusPreconditionFailed) {
 			if n > 1 || try > 1 {
-				if same, _ := s.holds(ctx, key, data); same {
+				if same, _ := s.pinned(key).Holds(ctx, data); same {
 					return nil
 				}
 			}
@@ -84,20 +84,6 @@ func (s *Store) put(ctx context.Context, key string, data []byte, ifAbsent bool)
 		}
 		return s.classify(ctx, "PutObject", key, err, n)
 	}
-}
-
-// holds reports whether key holds exactly data (read without pinning).
-func (s *Store) holds(ctx context.Context, key string, data []byte) (bool, error) {
-	if len(data) == 0 {
-		p, err := s.head(ctx, key)
-		return err == nil && p.Size == 0, err
-	}
-	buf := make([]byte, len(data)+1)
-	res, err := s.get(ctx, key, 0, buf, nil)
-	if err != nil {
-		return false, err
-	}
-	return res.n == len(data) && res.total == int64(len(data)) && bytes.Equal(buf[:res.n], data), nil
 }
 
 // checkConditionalWrites runs the If-None-Match probe once per store. A

@@ -35,17 +35,7 @@ func (s *Store) setPin(op, key string, p pin) error {
 // Stat implements storage.Storage. The first Stat or read of a key pins its
 // identity; a pinned key is answered from the pin without a request.
 func (s *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
-	if p, ok := s.pins.Get(key); ok {
-		return p.Info(key), nil
-	}
-	p, err := s.head(ctx, key)
-	if err != nil {
-		return storage.ObjectInfo{}, err
-	}
-	if err := s.setPin("HeadObject", key, p); err != nil {
-		return storage.ObjectInfo{}, err
-	}
-	return p.Info(key), nil
+	return s.pinned(key).Stat(ctx)
 }
 
 func (s *Store) head(ctx context.Context, key string) (pin, error) {
@@ -75,61 +65,29 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 	if err := remote.CheckKey("s3", key); err != nil {
 		return 0, err
 	}
-	for tries := 0; ; tries++ {
-		if pn, ok := s.pins.Get(key); ok {
-			if len(p) == 0 {
-				return 0, nil
-			}
-			if off >= pn.Size {
-				return 0, io.EOF
-			}
-			n := int(min(int64(len(p)), pn.Size-off))
-			if _, err := s.get(ctx, key, off, p[:n], &pn); err != nil {
-				return 0, err
-			}
-			if n < len(p) {
-				return n, io.EOF
-			}
-			return n, nil
-		}
-		if len(p) == 0 {
-			_, err := s.Stat(ctx, key)
-			return 0, err
-		}
-		res, err := s.get(ctx, key, off, p, nil)
-		if errors.Is(err, errInvalidRange) {
-			// off is at or past the end (or the object is empty): learn
-			// the size, and pin it, from a HEAD.
-			p2, herr := s.head(ctx, key)
-			if herr != nil {
-				return 0, herr
-			}
-			if perr := s.setPin("HeadObject", key, p2); perr != nil {
-				return 0, perr
-			}
-			if off >= p2.Size {
-				return 0, io.EOF
-			}
-			if tries > 0 || s.opts.Mutable(key) {
-				return 0, &Error{Location: s.loc, Op: "GetObject", Key: key, Reason: fmt.Sprintf("range at %d refused although the object has %d bytes", off, p2.Size), Err: err}
-			}
-			continue // the object grew between GET and HEAD: read through the pin
-		}
-		if err != nil {
-			return 0, err
-		}
-		if perr := s.setPin("GetObject", key, pin{Size: res.total, ETag: normETag(res.rawETag), RawETag: res.rawETag, Mod: res.mod}); perr != nil {
-			return 0, perr
-		}
-		if res.n < len(p) {
-			return res.n, io.EOF
-		}
-		return res.n, nil
+	return remote.ReadPinned(ctx, s.pinned(key), p, off)
+}
+
+// pinned is what remote.ReadPinned and remote.Pinned.Holds ask of the
+// store for key.
+func (s *Store) pinned(key string) remote.Pinned {
+	return remote.Pinned{
+		Pins: &s.pins, Key: key, Mutable: s.opts.Mutable(key),
+		Get: func(ctx context.Context, off int64, dst []byte, p *pin) (int, pin, error) {
+			res, err := s.get(ctx, key, off, dst, p)
+			return res.n, pin{Size: res.total, ETag: normETag(res.rawETag), RawETag: res.rawETag, Mod: res.mod}, err
+		},
+		Meta:   func(ctx context.Context) (pin, error) { return s.head(ctx, key) },
+		MetaOp: "HeadObject", GetOp: "GetObject",
+		SetPin: func(op string, p pin) error { return s.setPin(op, key, p) },
+		Refused: func(off, size int64, err error) error {
+			return &Error{Location: s.loc, Op: "GetObject", Key: key, Reason: fmt.Sprintf("range at %d refused although the object has %d bytes", off, size), Err: err}
+		},
 	}
 }
 
 // errInvalidRange marks a 416 answer: the range starts at or after the end.
-var errInvalidRange = errors.New("range not satisfiable")
+var errInvalidRange = remote.ErrInvalidRange
 
 type getResult struct {
 	n       int   // bytes read into dst

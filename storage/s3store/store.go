@@ -4,12 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -26,17 +24,13 @@ import (
 )
 
 func init() {
-	storage.Register("s3", func(ctx context.Context, location string, opts storage.Options) (storage.Storage, error) {
+	remote.Register("s3", func(ctx context.Context, location string, opts storage.Options) (*Store, error) {
 		o := Options{S3Options: opts.S3, RequestTimeout: opts.S3.Timeout, MaxAttempts: opts.S3.MaxAttempts, DownAfter: opts.S3.DownAfter}
 		if opts.Credentials != nil {
 			o.Credentials = vendedAWS{opts.Credentials}
 			o.uncached = true
 		}
-		s, err := NewWithOptions(ctx, location, o)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
+		return NewWithOptions(ctx, location, o)
 	})
 }
 
@@ -270,28 +264,7 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 // credentials, a query or a fragment are refused; the error never repeats
 // the credentials.
 func ParseLocation(location string) (bucket, prefix string, err error) {
-	u, err := url.Parse(location)
-	if err != nil {
-		// url errors quote the input: keep only the scheme and host part out.
-		return "", "", fmt.Errorf("s3 location: not a valid URL")
-	}
-	if u.User != nil {
-		return "", "", errors.New("s3 location must not contain credentials (user:secret@); use the AWS credential chain (environment, AWS_PROFILE, instance role)")
-	}
-	if u.Scheme != "s3" {
-		return "", "", fmt.Errorf("%s: not an s3:// location", location)
-	}
-	if u.Host == "" || u.Port() != "" {
-		return "", "", fmt.Errorf("%s: expected s3://bucket/prefix", location)
-	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return "", "", fmt.Errorf("%s: an s3 location has no query or fragment", location)
-	}
-	prefix = strings.Trim(u.Path, "/")
-	if prefix != "" {
-		prefix += "/"
-	}
-	return u.Host, prefix, nil
+	return remote.ParseBucket(location, "s3", "an", "the AWS credential chain (environment, AWS_PROFILE, instance role)")
 }
 
 // Location implements storage.Storage: s3://bucket/prefix, without

@@ -33,6 +33,16 @@ type httpClient struct {
 	c *http.Client
 }
 
+// opKinds sorts the SDK's operations into the Stats counters; any other
+// is KindOther.
+var opKinds = map[string]remote.Kind{
+	"GetObject":     remote.KindGet,
+	"HeadObject":    remote.KindHead,
+	"ListObjectsV2": remote.KindList,
+	"PutObject":     remote.KindPut,
+	"DeleteObject":  remote.KindDelete,
+}
+
 func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	s := h.s
@@ -53,20 +63,7 @@ func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 
-	switch op := awsmiddleware.GetOperationName(ctx); op {
-	case "GetObject":
-		s.st.Gets.Add(1)
-	case "HeadObject":
-		s.st.Heads.Add(1)
-	case "ListObjectsV2":
-		s.st.Lists.Add(1)
-	case "PutObject":
-		s.st.Puts.Add(1)
-	case "DeleteObject":
-		s.st.Deletes.Add(1)
-	default:
-		s.st.Other.Add(1)
-	}
+	s.st.Count(opKinds[awsmiddleware.GetOperationName(ctx)])
 	if a := st.Attempts.Add(1); a > 1 && !st.Probe {
 		s.health.notice("s3: a request failed; retrying", "op", st.Op, "key", st.Key,
 			"attempt", fmt.Sprintf("%d of %d", a, s.opts.MaxAttempts), "cause", st.Cause())

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/httpjson"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -34,25 +35,10 @@ func NewClient(p Profile, n Name, hc *http.Client) *Client {
 
 // APIError is a server's error answer: its status and
 // {"errorCode", "message"} body.
-type APIError struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-func (e *APIError) Error() string {
-	s := fmt.Sprintf("HTTP %d", e.Status)
-	if e.Code != "" {
-		s += " " + e.Code
-	}
-	if e.Message != "" {
-		s += ": " + e.Message
-	}
-	return s
-}
+type APIError struct{ httpjson.APIError }
 
 // TableWide: a refused token or a missing table is about the whole table.
-func (e *APIError) TableWide() bool { return e.Status == 401 || e.Status == 403 || e.Status == 404 }
+func (e *APIError) TableWide() bool { return e.Denied() }
 
 // capabilities is the delta-sharing-capabilities header: the delta
 // response format and the reader features deltafs reads.
@@ -232,16 +218,10 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.R
 		if resp.StatusCode/100 == 2 {
 			return resp, nil
 		}
-		ae := &APIError{Status: resp.StatusCode}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 		resp.Body.Close()
-		var eb struct {
-			ErrorCode string `json:"errorCode"`
-			Message   string `json:"message"`
-		}
-		if json.Unmarshal(b, &eb) == nil {
-			ae.Code, ae.Message = eb.ErrorCode, c.redact(oneLine(eb.Message))
-		}
+		ae := &APIError{*httpjson.Decode(resp.StatusCode, b, "errorCode")}
+		ae.Message = c.redact(oneLine(ae.Message))
 		if resp.StatusCode < 500 {
 			return nil, ae
 		}

@@ -1,6 +1,7 @@
 package sharing
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -37,14 +38,7 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 		if o.err != nil {
 			return 0, o.err
 		}
-		if off >= int64(len(o.data)) {
-			return 0, io.EOF
-		}
-		n := copy(p, o.data[off:])
-		if n < len(p) {
-			return n, io.EOF
-		}
-		return n, nil
+		return bytes.NewReader(o.data).ReadAt(p, off)
 	}
 	if u == nil {
 		return 0, fmt.Errorf("%s: %w", key, storage.ErrNotExist)

@@ -1,8 +1,8 @@
 package storagetest
 
 import (
+	"bytes"
 	"context"
-	"io"
 	"io/fs"
 	"maps"
 	"slices"
@@ -129,14 +129,7 @@ func (m *Mem) ReadAt(ctx context.Context, key string, p []byte, off int64) (int,
 	if off < 0 {
 		return 0, &fs.PathError{Op: "read", Path: key, Err: fs.ErrInvalid}
 	}
-	if off >= int64(len(o.data)) {
-		return 0, io.EOF
-	}
-	n := copy(p, o.data[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
+	return bytes.NewReader(o.data).ReadAt(p, off)
 }
 
 func (m *Mem) Put(ctx context.Context, key string, data []byte, ifAbsent bool) error {
