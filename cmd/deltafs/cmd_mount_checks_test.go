@@ -313,10 +313,13 @@ func TestMountStatfsFsync(t *testing.T) {
 	if out, err := exec.Command("getconf", "NAME_MAX", m.Dir).CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != "255" {
 		t.Errorf("getconf NAME_MAX: %q %v", out, err)
 	}
-	// df lists the mount (a filesystem with no blocks is left out). Its
-	// exit status is not asked: another broken mount on the machine makes
-	// it 1, and says nothing of this one.
-	out, err := exec.Command("df", "-P").Output()
+	// df lists the mount (a filesystem with no blocks is left out). Only
+	// deltafs mounts are asked (another machine-wide mount that hangs
+	// would hang df), within a bound; the exit status is not asked: another
+	// broken deltafs mount makes it 1, and says nothing of this one.
+	dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(dctx, "df", "-P", "-t", "fuse.deltafs").Output()
 	if !strings.Contains(string(out), " "+m.Dir+"\n") {
 		t.Errorf("df does not list %s: %v\n%s", m.Dir, err, out)
 	}
