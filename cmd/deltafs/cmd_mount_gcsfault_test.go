@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -32,7 +31,7 @@ type gcsCounters struct{ Gets, Heads, Lists, InFlight, Retries int64 }
 
 func (m *inProcMount) gcsCounters(t *testing.T) gcsCounters {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(m.dir, ".deltafs", "stats"))
+	b, err := readNoPoll(filepath.Join(m.dir, ".deltafs", "stats"))
 	if err != nil {
 		t.Fatal(err)
 	}
