@@ -4,11 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -184,17 +182,19 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // getOnce is one attempt of get.
 func (s *Store) getOnce(ctx context.Context, bc *blob.Client, key string, o *blob.DownloadStreamOptions, off int64, dst []byte, p *pin) (res getResult, err error, retryable bool) {
+	g := remote.RangedGet{
+		Off: off, Dst: dst, Pin: p, Noun: "blob", Bytes: &s.st.Bytes,
+		Changed:  func(why string) error { return errChanged(s, "GetBlob", key, why) },
+		Canceled: func(err error) bool { return isCanceled(ctx, err) },
+	}
 	out, err := bc.DownloadStream(ctx, o)
 	if err != nil {
 		status, code := respError(err)
 		switch {
 		case status == http.StatusRequestedRangeNotSatisfiable || code == "InvalidRange":
-			if p != nil {
-				return res, errChanged(s, "GetBlob", key, fmt.Sprintf("range at %d of a %d-byte blob refused", off, p.Size)), false
-			}
-			return res, fmt.Errorf("%w: %w", errInvalidRange, err), false
+			return res, g.Refused(err), false
 		case status == http.StatusPreconditionFailed || code == "ConditionNotMet":
-			return res, errChanged(s, "GetBlob", key, "If-Match on the pinned ETag failed"), false
+			return res, g.PreconditionFailed(), false
 		case status != 0:
 			return res, err, retryableStatus(status)
 		}
@@ -205,86 +205,14 @@ func (s *Store) getOnce(ctx context.Context, bc *blob.Client, key string, o *blo
 	if out.LastModified != nil {
 		res.mod = *out.LastModified
 	}
-	if p != nil && p.ETag != "" && res.etag != "" && res.etag != p.ETag {
-		return res, errChanged(s, "GetBlob", key, fmt.Sprintf("pinned ETag %q, got %q", p.ETag, res.etag)), false
+	var contentRange string
+	if out.ContentRange != nil {
+		contentRange = *out.ContentRange
 	}
-	var want int64
-	if cr := deref(out.ContentRange); cr != "" {
-		start, end, total, ok := parseContentRange(cr)
-		if !ok || start != off || end < start {
-			return res, fmt.Errorf("unexpected Content-Range %q for bytes %d-%d", cr, off, off+int64(len(dst))-1), true
-		}
-		res.total = total
-		want = end - start + 1
-		if exp := min(int64(len(dst)), total-off); want != exp {
-			return res, fmt.Errorf("Content-Range %q: expected %d bytes", cr, exp), true
-		}
-		if cl := out.ContentLength; cl != nil && *cl != want {
-			return res, fmt.Errorf("Content-Length %d disagrees with Content-Range %q", *cl, cr), true
-		}
-	} else {
-		// 200 with the whole blob: the service ignored the range.
-		if out.ContentLength == nil || *out.ContentLength < 0 {
-			return res, errors.New("full response without Content-Length"), true
-		}
-		res.total = *out.ContentLength
-		if off >= res.total {
-			return res, fmt.Errorf("%w: offset %d, blob %d bytes", errInvalidRange, off, res.total), false
-		}
-		if n, err := io.CopyN(io.Discard, out.Body, off); err != nil {
-			s.st.Bytes.Add(n)
-			return res, &remote.BodyError{Want: off, Got: n, Err: err}, !isCanceled(ctx, err)
-		}
-		s.st.Bytes.Add(off)
-		want = min(int64(len(dst)), res.total-off)
-	}
-	if p != nil && res.total != p.Size {
-		return res, errChanged(s, "GetBlob", key, fmt.Sprintf("pinned %d bytes, now %d", p.Size, res.total)), false
-	}
-	if p != nil && want != int64(len(dst)) {
-		return res, errChanged(s, "GetBlob", key, "short range"), false
-	}
-	n, err := io.ReadFull(out.Body, dst[:want])
-	s.st.Bytes.Add(int64(n))
-	if err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return res, &remote.BodyError{Want: want, Got: int64(n), Err: err}, !isCanceled(ctx, err)
-	}
-	res.n = n
-	return res, nil, false
-}
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
-}
-
-// parseContentRange parses "bytes start-end/total".
-func parseContentRange(s string) (start, end, total int64, ok bool) {
-	rest, found := strings.CutPrefix(s, "bytes ")
-	if !found {
-		return 0, 0, 0, false
-	}
-	rng, tot, found := strings.Cut(rest, "/")
-	if !found {
-		return 0, 0, 0, false
-	}
-	a, b, found := strings.Cut(rng, "-")
-	if !found {
-		return 0, 0, 0, false
-	}
-	var err1, err2, err3 error
-	start, err1 = strconv.ParseInt(a, 10, 64)
-	end, err2 = strconv.ParseInt(b, 10, 64)
-	total, err3 = strconv.ParseInt(tot, 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || start < 0 || end >= total {
-		return 0, 0, 0, false
-	}
-	return start, end, total, true
+	res.n, res.total, err, retryable = g.Read(remote.RangeAnswer{
+		ETag: res.etag, ContentRange: contentRange, ContentLength: out.ContentLength, Body: out.Body,
+	})
+	return res, err, retryable
 }
 
 // ReadRanges implements storage.RangeReader: neighbouring ranges are

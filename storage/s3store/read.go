@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -170,97 +167,29 @@ func (s *Store) sleep(ctx context.Context, attempt int, err error) error {
 
 // getOnce is one attempt of get.
 func (s *Store) getOnce(ctx context.Context, key string, in *s3.GetObjectInput, off int64, dst []byte, p *pin) (res getResult, err error, retryable bool) {
+	g := remote.RangedGet{
+		Off: off, Dst: dst, Pin: p, Noun: "object", Bytes: &s.st.Bytes,
+		Changed:  func(why string) error { return errChanged(s, "GetObject", key, why) },
+		Canceled: func(err error) bool { return isCanceled(ctx, err) },
+	}
 	out, err := s.client.GetObject(ctx, in, noSDKRetry)
 	if err != nil {
 		switch code, status := errorCode(err), httpStatus(err); {
 		case code == "InvalidRange" || status == http.StatusRequestedRangeNotSatisfiable:
-			if p != nil {
-				return res, errChanged(s, "GetObject", key, fmt.Sprintf("range at %d of a %d-byte object refused", off, p.Size)), false
-			}
-			return res, fmt.Errorf("%w: %w", errInvalidRange, err), false
+			return res, g.Refused(err), false
 		case code == "PreconditionFailed" || status == http.StatusPreconditionFailed:
-			return res, errChanged(s, "GetObject", key, "If-Match on the pinned ETag failed"), false
+			return res, g.PreconditionFailed(), false
 		}
 		return res, err, !isCanceled(ctx, err) && s.retryer.IsErrorRetryable(err)
 	}
 	defer out.Body.Close()
 	res.rawETag = aws.ToString(out.ETag)
 	res.mod = aws.ToTime(out.LastModified)
-	if p != nil && p.ETag != "" && res.rawETag != "" && normETag(res.rawETag) != p.ETag {
-		// A server that ignores If-Match.
-		return res, errChanged(s, "GetObject", key, fmt.Sprintf("pinned ETag %q, got %q", p.ETag, normETag(res.rawETag))), false
-	}
-
-	var want int64
-	if cr := aws.ToString(out.ContentRange); cr != "" {
-		start, end, total, ok := parseContentRange(cr)
-		if !ok || start != off || end < start {
-			return res, fmt.Errorf("unexpected Content-Range %q for %s", cr, aws.ToString(in.Range)), true
-		}
-		res.total = total
-		want = end - start + 1
-		if exp := min(int64(len(dst)), total-off); want != exp {
-			return res, fmt.Errorf("Content-Range %q for %s: expected %d bytes", cr, aws.ToString(in.Range), exp), true
-		}
-		if cl := out.ContentLength; cl != nil && *cl != want {
-			return res, fmt.Errorf("Content-Length %d disagrees with Content-Range %q", *cl, cr), true
-		}
-	} else {
-		// 200 with the whole object: the server ignored Range.
-		if out.ContentLength == nil || *out.ContentLength < 0 {
-			return res, fmt.Errorf("full response without Content-Length for %s", aws.ToString(in.Range)), true
-		}
-		res.total = *out.ContentLength
-		if off >= res.total {
-			return res, fmt.Errorf("%w: offset %d, object %d bytes", errInvalidRange, off, res.total), false
-		}
-		if n, err := io.CopyN(io.Discard, out.Body, off); err != nil {
-			s.st.Bytes.Add(n)
-			return res, &remote.BodyError{Want: off, Got: n, Err: err}, !isCanceled(ctx, err)
-		}
-		s.st.Bytes.Add(off)
-		want = min(int64(len(dst)), res.total-off)
-	}
-	if p != nil && res.total != p.Size {
-		return res, errChanged(s, "GetObject", key, fmt.Sprintf("pinned %d bytes, now %d", p.Size, res.total)), false
-	}
-	if p != nil && want != int64(len(dst)) {
-		return res, errChanged(s, "GetObject", key, "short range"), false
-	}
-	n, err := io.ReadFull(out.Body, dst[:want])
-	s.st.Bytes.Add(int64(n))
-	if err != nil {
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
-		}
-		return res, &remote.BodyError{Want: want, Got: int64(n), Err: err}, !isCanceled(ctx, err)
-	}
-	res.n = n
-	return res, nil, false
-}
-
-// parseContentRange parses "bytes start-end/total".
-func parseContentRange(s string) (start, end, total int64, ok bool) {
-	rest, found := strings.CutPrefix(s, "bytes ")
-	if !found {
-		return 0, 0, 0, false
-	}
-	rng, tot, found := strings.Cut(rest, "/")
-	if !found {
-		return 0, 0, 0, false
-	}
-	a, b, found := strings.Cut(rng, "-")
-	if !found {
-		return 0, 0, 0, false
-	}
-	var err1, err2, err3 error
-	start, err1 = strconv.ParseInt(a, 10, 64)
-	end, err2 = strconv.ParseInt(b, 10, 64)
-	total, err3 = strconv.ParseInt(tot, 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil || start < 0 || end >= total {
-		return 0, 0, 0, false
-	}
-	return start, end, total, true
+	res.n, res.total, err, retryable = g.Read(remote.RangeAnswer{
+		ETag: normETag(res.rawETag), ContentRange: aws.ToString(out.ContentRange),
+		ContentLength: out.ContentLength, Body: out.Body,
+	})
+	return res, err, retryable
 }
 
 // Range is a byte range of an object: Len bytes at Off (storage.Range, so
