@@ -124,3 +124,24 @@ func (r Pinned) Holds(ctx context.Context, data []byte) (bool, error) {
 	}
 	return n == len(data) && seen.Size == int64(len(data)) && bytes.Equal(buf[:n], data), nil
 }
+
+// ReadRanges implements storage.RangeReader's ReadRanges over the pin:
+// neighbouring ranges are merged as c says (storage.ReadCoalesced) and
+// the merged GETs run in parallel, each read like ReadPinned. An unpinned
+// key read with more than one GET is pinned first (with the metadata
+// request), so that every GET sends If-Match and bytes of two versions
+// are never mixed. Ranges served by another range's GET are counted in
+// st.Coalesced.
+func (r Pinned) ReadRanges(ctx context.Context, loc string, ranges []storage.Range, c storage.Coalescing, st *Counters) ([][]byte, error) {
+	out, coalesced, err := storage.ReadCoalesced(ctx, loc, r.Key, ranges, c,
+		func(requests int) error {
+			if _, ok := r.Pins.Get(r.Key); !ok && requests > 1 && !r.Mutable {
+				_, err := r.Stat(ctx)
+				return err
+			}
+			return nil
+		},
+		func(ctx context.Context, off int64, buf []byte) (int, error) { return ReadPinned(ctx, r, buf, off) })
+	st.Coalesced.Add(int64(coalesced))
+	return out, err
+}

@@ -217,18 +217,7 @@ func (s *Store) ReadRanges(ctx context.Context, key string, ranges []Range) ([][
 	if err := remote.CheckKey("s3", key); err != nil {
 		return nil, err
 	}
-	out, coalesced, err := storage.ReadCoalesced(ctx, s.loc, key, ranges,
-		storage.Coalescing{Gap: s.opts.CoalesceGap, Max: s.opts.MaxCoalesce},
-		func(requests int) error {
-			if _, ok := s.pins.Get(key); !ok && requests > 1 && !s.opts.Mutable(key) {
-				_, err := s.Stat(ctx, key)
-				return err
-			}
-			return nil
-		},
-		func(ctx context.Context, off int64, buf []byte) (int, error) { return s.ReadAt(ctx, key, buf, off) })
-	s.st.Coalesced.Add(int64(coalesced))
-	return out, err
+	return s.pinned(key).ReadRanges(ctx, s.loc, ranges, storage.Coalescing{Gap: s.opts.CoalesceGap, Max: s.opts.MaxCoalesce}, &s.st)
 }
 
 var _ storage.RangeReader = (*Store)(nil)
