@@ -27,15 +27,6 @@ func normETag(e *azcore.ETag) string {
 	return remote.NormETag(string(*e))
 }
 
-// setPin records key's identity, or fails with ErrChanged when a different
-// one is pinned already. Mutable keys are not pinned.
-func (s *Store) setPin(op, key string, p pin) error {
-	if why := remote.PinETag(&s.pins, key, p, s.opts.Mutable(key)); why != "" {
-		return errChanged(s, op, key, why)
-	}
-	return nil
-}
-
 // Stat implements storage.Storage with Get Blob Properties. The first Stat
 // or read of a key pins its identity; a pinned key is answered from the
 // pin without a request.
@@ -90,7 +81,7 @@ func (s *Store) pinned(key string) remote.Pinned {
 		},
 		Meta:   func(ctx context.Context) (pin, error) { return s.props(ctx, key) },
 		MetaOp: "GetProperties", GetOp: "GetBlob",
-		SetPin: func(op string, p pin) error { return s.setPin(op, key, p) },
+		Changed: func(op, why string) error { return errChanged(s, op, key, why) },
 		Refused: func(off, size int64, _ error) error {
 			return &Error{Location: s.loc, Op: "GetBlob", Key: key, Reason: fmt.Sprintf("range at %d refused although the blob has %d bytes", off, size)}
 		},

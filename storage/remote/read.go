@@ -28,12 +28,20 @@ type Pinned struct {
 	Meta   func(ctx context.Context) (Pin, error)
 	MetaOp string
 	GetOp  string
-	// SetPin pins p, or fails with ErrChanged when another identity is
-	// pinned already.
-	SetPin func(op string, p Pin) error
+	// Changed is the store's ErrChanged for op, why in words.
+	Changed func(op, why string) error
 	// Refused is the error when a range at off is refused although the
 	// object (as the metadata says) has size bytes.
 	Refused func(off, size int64, err error) error
+}
+
+// setPin pins p (unless the key is mutable), or fails with Changed when
+// another identity is pinned already.
+func (r Pinned) setPin(op string, p Pin) error {
+	if why := PinETag(r.Pins, r.Key, p, r.Mutable); why != "" {
+		return r.Changed(op, why)
+	}
+	return nil
 }
 
 // Stat implements storage.Storage's Stat: a pinned key is answered from
@@ -46,7 +54,7 @@ func (r Pinned) Stat(ctx context.Context) (storage.ObjectInfo, error) {
 	if err != nil {
 		return storage.ObjectInfo{}, err
 	}
-	if err := r.SetPin(r.MetaOp, p); err != nil {
+	if err := r.setPin(r.MetaOp, p); err != nil {
 		return storage.ObjectInfo{}, err
 	}
 	return p.Info(r.Key), nil
@@ -86,7 +94,7 @@ func ReadPinned(ctx context.Context, r Pinned, p []byte, off int64) (int, error)
 			if merr != nil {
 				return 0, merr
 			}
-			if perr := r.SetPin(r.MetaOp, p2); perr != nil {
+			if perr := r.setPin(r.MetaOp, p2); perr != nil {
 				return 0, perr
 			}
 			if off >= p2.Size {
@@ -100,7 +108,7 @@ func ReadPinned(ctx context.Context, r Pinned, p []byte, off int64) (int, error)
 		if err != nil {
 			return 0, err
 		}
-		if perr := r.SetPin(r.GetOp, seen); perr != nil {
+		if perr := r.setPin(r.GetOp, seen); perr != nil {
 			return 0, perr
 		}
 		if n < len(p) {

@@ -20,15 +20,6 @@ type pin = remote.Pin
 
 func normETag(s string) string { return remote.NormETag(s) }
 
-// setPin records key's identity, or fails with ErrChanged when a different
-// one is pinned already. Mutable keys are not pinned.
-func (s *Store) setPin(op, key string, p pin) error {
-	if why := remote.PinETag(&s.pins, key, p, s.opts.Mutable(key)); why != "" {
-		return errChanged(s, op, key, why)
-	}
-	return nil
-}
-
 // Stat implements storage.Storage. The first Stat or read of a key pins its
 // identity; a pinned key is answered from the pin without a request.
 func (s *Store) Stat(ctx context.Context, key string) (storage.ObjectInfo, error) {
@@ -76,7 +67,7 @@ func (s *Store) pinned(key string) remote.Pinned {
 		},
 		Meta:   func(ctx context.Context) (pin, error) { return s.head(ctx, key) },
 		MetaOp: "HeadObject", GetOp: "GetObject",
-		SetPin: func(op string, p pin) error { return s.setPin(op, key, p) },
+		Changed: func(op, why string) error { return errChanged(s, op, key, why) },
 		Refused: func(off, size int64, err error) error {
 			return &Error{Location: s.loc, Op: "GetObject", Key: key, Reason: fmt.Sprintf("range at %d refused although the object has %d bytes", off, size), Err: err}
 		},
