@@ -5,8 +5,10 @@
 // HTTP transport and the concurrency slot a request holds until its body is
 // closed (NewTransport, Counters.Acquire, Body, Closed), the one-line error
 // form (Message, Unwrap, Timeout, IOReason), key checks (CheckKey), list
-// paging (Listing), the pinned read loop and conditional-put verification
-// (ReadPinned, Pinned.Holds), request kinds (Kind, Counters.Count), s3://
+// paging (Listing), the pinned read loop, its coalesced form and
+// conditional-put verification (ReadPinned, Pinned.ReadRanges,
+// Pinned.Holds), the checks of a ranged GET's answer (RangedGet: ignored
+// Range, another range, a short body, another version), request kinds (Kind, Counters.Count), s3://
 // and gs:// locations (ParseBucket), registration (Register) and the
 // tuning defaults.
 //
