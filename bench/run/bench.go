@@ -288,6 +288,21 @@ func (m *mounted) rssMB() (float64, error) {
 	return 0, errors.New("no VmRSS")
 }
 
+// shardZeroStats mounts table with flags and --cache-dir none, reads
+// every sample of latest/shard/0 with one thread, and returns the mount's
+// stats after that cold pass.
+func (b *bench) shardZeroStats(table string, flags ...string) (map[string]any, error) {
+	m, err := b.mount(table, append(append([]string{}, flags...), "--cache-dir", "none")...)
+	if err != nil {
+		return nil, err
+	}
+	defer m.unmount()
+	if _, _, err := b.readloop(1, filepath.Join(m.dir, "latest", "shard", "0")); err != nil {
+		return nil, err
+	}
+	return m.stats()
+}
+
 // stats reads MOUNTPOINT/.deltafs/stats.
 func (m *mounted) stats() (map[string]any, error) { return readStats(m.dir) }
 

@@ -65,19 +65,9 @@ func layoutWorkload(b *bench) error {
 				return err
 			}
 			for _, l := range []string{"balanced", "contiguous"} {
-				flags := append(append([]string{}, spec[1:]...), "--shards", fmt.Sprint(layoutShards), "--shard-layout", l, "--cache-dir", "none")
-				m, err := b.mount(spec[0], flags...)
+				s, err := b.shardZeroStats(spec[0], append(append([]string{}, spec[1:]...), "--shards", fmt.Sprint(layoutShards), "--shard-layout", l)...)
 				if err != nil {
 					return err
-				}
-				_, _, err = b.readloop(1, filepath.Join(m.dir, "latest", "shard", "0"))
-				s, serr := m.stats()
-				m.unmount()
-				if err != nil {
-					return err
-				}
-				if serr != nil {
-					return serr
 				}
 				b.add("layout/"+w+"/"+l, "ratio", number(s, statDataBytes)/float64(total))
 			}
