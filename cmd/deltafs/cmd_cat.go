@@ -71,11 +71,9 @@ func runCat(cmd *cobra.Command, location string, o *catOptions) error {
 	if err != nil {
 		return usageError{err}
 	}
-	var where *filter.Expr
-	if o.where != "" {
-		if where, err = filter.Parse(o.where); err != nil {
-			return usageError{err}
-		}
+	where, err := parseWhere(o.where)
+	if err != nil {
+		return err
 	}
 
 	t, err := openTable(ctx, location)

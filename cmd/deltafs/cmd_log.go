@@ -78,12 +78,9 @@ func runLog(ctx context.Context, w io.Writer, location string, o logOptions) err
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	var where *filter.Expr
-	if o.Where != "" {
-		var err error
-		if where, err = filter.Parse(o.Where); err != nil {
-			return usageError{err}
-		}
+	where, err := parseWhere(o.Where)
+	if err != nil {
+		return err
 	}
 	t, err := openTable(ctx, location)
 	if err != nil {

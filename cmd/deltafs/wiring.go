@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/deltafs/deltafs/cache"
+	"github.com/deltafs/deltafs/filter"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/table"
 )
@@ -56,6 +57,19 @@ func (o *specFlags) spec() (sample.Spec, error) {
 
 // whereHelp is the help of --where (mount, warm, cat, log).
 const whereHelp = "only the rows for which this SQL condition is true, e.g. \"split = 'train' AND score >= 0.8\" (comparisons, IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT over columns and literals); data files whose partition values or statistics exclude it are never read"
+
+// parseWhere parses a --where condition ("" : none, nil); a malformed one
+// is a usage error.
+func parseWhere(s string) (*filter.Expr, error) {
+	if s == "" {
+		return nil, nil
+	}
+	e, err := filter.Parse(s)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return e, nil
+}
 
 // cacheFlags are the cache and read-ahead flags shared by mount and warm.
 type cacheFlags struct {
