@@ -6,13 +6,13 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/snapshot"
-	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/writer"
 )
 
@@ -33,15 +33,6 @@ func writeNpy(t *testing.T, path, dict string, data []byte) {
 	}
 }
 
-func localStorage(t *testing.T, dir string) storage.Storage {
-	t.Helper()
-	st, err := storage.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
 // importPath opens src and imports it into the table at dir.
 func importPath(t *testing.T, src, dir string, opts writer.Options) (*writer.Result, error) {
 	t.Helper()
@@ -50,33 +41,7 @@ func importPath(t *testing.T, src, dir string, opts writer.Options) (*writer.Res
 		return nil, err
 	}
 	defer s.Close()
-	return Import(context.Background(), localStorage(t, dir), s, opts)
-}
-
-// latestSnapshot reads the table's latest version with the snapshot package.
-func latestSnapshot(t *testing.T, dir string) *snapshot.Snapshot {
-	t.Helper()
-	ctx := context.Background()
-	tbl, err := snapshot.Open(ctx, localStorage(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := tbl.Snapshot(ctx, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// readRows reads the live rows of the latest version straight from the
-// Parquet files.
-func readRows(t *testing.T, dir string) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, f := range latestSnapshot(t, dir).Files {
-		out = append(out, testkit.ParquetRows(t, filepath.Join(dir, f.Path))...)
-	}
-	return out
+	return Import(context.Background(), snaptest.Local(t, dir), s, opts)
 }
 
 // schemaString prints a schema as name:type,...

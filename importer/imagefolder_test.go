@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/deltafs/deltafs/writer"
 )
 
@@ -68,11 +70,11 @@ func TestImageFolder(t *testing.T) {
 	if res.Version != 0 || res.Rows != 6 || res.Files != 2 || res.FirstID != 0 {
 		t.Fatalf("result %+v", res)
 	}
-	s := latestSnapshot(t, table)
+	s := snaptest.Version(t, snaptest.OpenDir(t, table), -1)
 	if got := schemaString(s.Schema); got != "id:long,label:string,path:string,content:binary" {
 		t.Fatalf("schema %s", got)
 	}
-	rows := readRows(t, table)
+	rows := snaptest.LiveRows(t, table)
 	sort.Slice(rows, func(i, j int) bool { return rows[i]["id"].(int64) < rows[j]["id"].(int64) })
 	if len(rows) != len(order) {
 		t.Fatalf("%d rows", len(rows))
@@ -101,7 +103,7 @@ func TestImageFolder(t *testing.T) {
 	if err != nil || res.Version != 1 || res.FirstID != 6 || res.Rows != 2 {
 		t.Fatalf("append: %+v %v", res, err)
 	}
-	rows = readRows(t, table)
+	rows = snaptest.LiveRows(t, table)
 	ids := map[int64]string{}
 	for _, r := range rows {
 		ids[r["id"].(int64)] = string(r["path"].([]byte))
@@ -113,12 +115,12 @@ func TestImageFolder(t *testing.T) {
 	}
 
 	// Overwrite: removes for every live file, then only the new files.
-	before := latestSnapshot(t, table)
+	before := snaptest.Version(t, snaptest.OpenDir(t, table), -1)
 	res, err = importPath(t, src2, table, writer.Options{Mode: writer.ModeOverwrite})
 	if err != nil || res.Version != 2 || res.Removed != len(before.Files) || res.FirstID != 8 {
 		t.Fatalf("overwrite: %+v %v", res, err)
 	}
-	after := latestSnapshot(t, table)
+	after := snaptest.Version(t, snaptest.OpenDir(t, table), -1)
 	if after.NumRows() != 2 || len(after.Files) != 1 {
 		t.Fatalf("after overwrite: %d rows, %d files", after.NumRows(), len(after.Files))
 	}
@@ -127,7 +129,7 @@ func TestImageFolder(t *testing.T) {
 			t.Fatalf("overwrite kept %s", f.Path)
 		}
 	}
-	rows = readRows(t, table)
+	rows = snaptest.LiveRows(t, table)
 	sort.Slice(rows, func(i, j int) bool { return rows[i]["id"].(int64) < rows[j]["id"].(int64) })
 	if len(rows) != 2 || string(rows[0]["path"].([]byte)) != second[perm[0]] || rows[0]["id"] != int64(8) {
 		t.Fatalf("after overwrite: %v", rows[0]["path"])
@@ -147,7 +149,7 @@ func TestImageFolderShuffledOrder(t *testing.T) {
 		}
 	}
 	paths := func(table string) []string {
-		rows := readRows(t, table)
+		rows := snaptest.LiveRows(t, table)
 		sort.Slice(rows, func(i, j int) bool { return rows[i]["id"].(int64) < rows[j]["id"].(int64) })
 		var out []string
 		for i, r := range rows {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/writer"
 )
@@ -32,7 +34,7 @@ func TestImportMNISTTest(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 
-	s := latestSnapshot(t, dir)
+	s := snaptest.Version(t, snaptest.OpenDir(t, dir), -1)
 	if s.NumRows() != 10000 || len(s.Files) != 3 {
 		t.Fatalf("snapshot: %d rows, %d files", s.NumRows(), len(s.Files))
 	}
@@ -41,7 +43,7 @@ func TestImportMNISTTest(t *testing.T) {
 	}
 
 	src := testkit.MNIST(t, testkit.MNISTTest)
-	rows := readRows(t, dir)
+	rows := snaptest.LiveRows(t, dir)
 	if len(rows) != 10000 || len(src) != 10000 {
 		t.Fatalf("%d rows, %d in the source", len(rows), len(src))
 	}
@@ -89,7 +91,7 @@ func TestImportMNISTTrainThenTest(t *testing.T) {
 	if err != nil || res.Version != 1 || res.Rows != 10000 {
 		t.Fatalf("append: %+v %v", res, err)
 	}
-	s := latestSnapshot(t, dir)
+	s := snaptest.Version(t, snaptest.OpenDir(t, dir), -1)
 	if s.NumRows() != 70000 {
 		t.Fatalf("%d rows", s.NumRows())
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/deltafs/deltafs/writer"
 )
 
@@ -83,11 +85,11 @@ func TestNpyTypes(t *testing.T) {
 	if _, err := importPath(t, src, table, writer.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	s := latestSnapshot(t, table)
+	s := snaptest.Version(t, snaptest.OpenDir(t, table), -1)
 	if got := schemaString(s.Schema); got != "id:long,b:boolean,i1:byte,i2:short,i4:integer,u1:short,u2:integer,u4:long,u8:long,h:float,f:float,d:double,s:binary,u:string,img:binary,v:binary" {
 		t.Fatalf("schema %s", got)
 	}
-	rows := readRows(t, table)
+	rows := snaptest.LiveRows(t, table)
 	if len(rows) != 2 {
 		t.Fatalf("%d rows", len(rows))
 	}
@@ -147,10 +149,10 @@ func TestNpyPlainArrays(t *testing.T) {
 			if _, err := importPath(t, src, table, writer.Options{}); err != nil {
 				t.Fatal(err)
 			}
-			if got := schemaString(latestSnapshot(t, table).Schema); got != c.schema {
+			if got := schemaString(snaptest.Version(t, snaptest.OpenDir(t, table), -1).Schema); got != c.schema {
 				t.Fatalf("schema %s", got)
 			}
-			if rows := readRows(t, table); !c.check(rows) {
+			if rows := snaptest.LiveRows(t, table); !c.check(rows) {
 				t.Fatalf("rows %v", rows)
 			}
 		})
@@ -168,11 +170,11 @@ func TestNpyIDField(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got := schemaString(latestSnapshot(t, table).Schema); got != "x:double,id:long" {
+	if got := schemaString(snaptest.Version(t, snaptest.OpenDir(t, table), -1).Schema); got != "x:double,id:long" {
 		t.Fatalf("schema %s", got)
 	}
 	var ids []int64
-	for _, r := range readRows(t, table) {
+	for _, r := range snaptest.LiveRows(t, table) {
 		ids = append(ids, r["id"].(int64))
 	}
 	if len(ids) != 4 || ids[0]+ids[1]+ids[2]+ids[3] != 32 {
@@ -252,7 +254,7 @@ func TestNpyStructured2D(t *testing.T) {
 	if err != nil || res.Rows != 6 {
 		t.Fatalf("%+v %v", res, err)
 	}
-	if rows := readRows(t, table); rows[5]["v"] != int32(6) {
+	if rows := snaptest.LiveRows(t, table); rows[5]["v"] != int32(6) {
 		t.Fatalf("rows %v", rows)
 	}
 }

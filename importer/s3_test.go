@@ -16,8 +16,8 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/internal/s3test"
+	"github.com/deltafs/deltafs/internal/snaptest"
 	"github.com/deltafs/deltafs/internal/testkit"
-	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/s3store"
 	"github.com/deltafs/deltafs/writer"
@@ -96,14 +96,8 @@ func TestImportS3(t *testing.T) {
 	}
 
 	st := openS3(t, endpoint, location)
-	tbl, err := snapshot.Open(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := tbl.Snapshot(ctx, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := snaptest.Open(t, st)
+	s := snaptest.Version(t, tbl, -1)
 	if s.Version != 6 || s.NumRows() != 10012 {
 		t.Fatalf("version %d, %d rows", s.Version, s.NumRows())
 	}

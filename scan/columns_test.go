@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -24,9 +26,9 @@ func TestFileColumnsEqualsFile(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			tbl := openTable(t, filepath.Join(testdataDir, name))
+			tbl := snaptest.OpenDir(t, filepath.Join(testdataDir, name))
 			for _, v := range exp[name].versionList() {
-				snap := mustSnapshot(t, tbl, v)
+				snap := snaptest.Version(t, tbl, v)
 				projections := [][]string{nil, {}}
 				for _, f := range snap.Schema.Fields {
 					projections = append(projections, []string{f.Name})

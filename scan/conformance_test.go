@@ -12,6 +12,8 @@ import (
 	"time"
 	_ "time/tzdata" // for partitionZones
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/snapshot"
@@ -27,12 +29,12 @@ func TestConformance(t *testing.T) {
 		e := exp[name]
 		t.Run(name, func(t *testing.T) {
 			if refusedTables[name] {
-				if _, err := snapshot.Open(t.Context(), openLocal(t, filepath.Join(testdataDir, name))); err == nil {
+				if _, err := snapshot.Open(t.Context(), snaptest.Local(t, filepath.Join(testdataDir, name))); err == nil {
 					t.Fatal("log replay opened a table it must refuse")
 				}
 				return
 			}
-			tbl := openTable(t, filepath.Join(testdataDir, name))
+			tbl := snaptest.OpenDir(t, filepath.Join(testdataDir, name))
 			n, m := 0, 0 // versions scanned, row sets matched
 			defer func() {
 				if !t.Failed() {
@@ -68,7 +70,7 @@ func TestConformance(t *testing.T) {
 					t.Errorf("%s: %v", c.Label, err)
 					continue
 				}
-				snap := mustSnapshot(t, tbl, c.Version)
+				snap := snaptest.Version(t, tbl, c.Version)
 				var opts Options
 				if z := partitionZones[name]; z != "" {
 					loc, err := time.LoadLocation(z)
@@ -123,7 +125,7 @@ func TestExpectedRowsIndependently(t *testing.T) {
 	for _, name := range sortedKeys(exp) {
 		for _, c := range exp[name].Checks {
 			dir := filepath.Join(testdataDir, "_expected", name, c.Label)
-			snap := mustSnapshot(t, openTable(t, filepath.Join(testdataDir, name)), c.Version)
+			snap := snaptest.Version(t, snaptest.OpenDir(t, filepath.Join(testdataDir, name)), c.Version)
 			var cols []string
 			for _, f := range snap.Schema.Fields {
 				if p, ok := f.Type.(*snapshot.PrimitiveType); ok {

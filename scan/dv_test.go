@@ -11,6 +11,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/parquet-go/parquet-go"
 
@@ -20,9 +22,9 @@ import (
 // Rows in a file's deletion vector are skipped; the others keep their
 // physical row index.
 func TestDeletionVectorSmall(t *testing.T) {
-	tbl := openTable(t, filepath.Join(testdataDir, "deltars-table-with-dv-small"))
+	tbl := snaptest.OpenDir(t, filepath.Join(testdataDir, "deltars-table-with-dv-small"))
 	for v, want := range map[int64][]int64{0: {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, 1: {1, 2, 3, 4, 5, 6, 7, 8}} {
-		snap := mustSnapshot(t, tbl, v)
+		snap := snaptest.Version(t, tbl, v)
 		sc, err := New(snap, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -53,10 +55,10 @@ func TestDeletionVectorSmall(t *testing.T) {
 func TestDeletionVectorsEveryVersion(t *testing.T) {
 	exp := loadExpected(t)
 	for _, name := range []string{"golden-dv-partitioned-with-checkpoint", "deltars-table_with_deletion_logs", "kernelrs-compacted-log-files-table"} {
-		tbl := openTable(t, filepath.Join(testdataDir, name))
+		tbl := snaptest.OpenDir(t, filepath.Join(testdataDir, name))
 		withDV := 0
 		for _, v := range exp[name].versionList() {
-			snap := mustSnapshot(t, tbl, v)
+			snap := snaptest.Version(t, tbl, v)
 			sc, err := New(snap, nil)
 			if err != nil {
 				t.Fatal(err)
@@ -97,7 +99,7 @@ func TestDeletionVectorsEveryVersion(t *testing.T) {
 // The latest compacted-log table holds exactly the ids delta-kernel-rs
 // expects.
 func TestCompactedLogTableIDs(t *testing.T) {
-	snap := mustSnapshot(t, openTable(t, filepath.Join(testdataDir, "kernelrs-compacted-log-files-table")), -1)
+	snap := snaptest.Version(t, snaptest.OpenDir(t, filepath.Join(testdataDir, "kernelrs-compacted-log-files-table")), -1)
 	got := sorted(scanJSON(t, snap, []string{"id"}))
 	want := []string{`{"id":0}`, `{"id":10}`, `{"id":12}`, `{"id":1}`, `{"id":2}`}
 	if !reflect.DeepEqual(got, want) {

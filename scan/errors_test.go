@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/internal/testkit"
@@ -55,7 +57,7 @@ func checkFileError(t *testing.T, err error, snap *snapshot.Snapshot, f *snapsho
 
 func TestMissingDataFile(t *testing.T) {
 	dir := testkit.CopyTable(t, "golden-dv-partitioned-with-checkpoint")
-	snap := mustSnapshot(t, openTable(t, dir), -1)
+	snap := snaptest.Version(t, snaptest.OpenDir(t, dir), -1)
 	f := snap.Files[3]
 	key, _ := snap.FileKey(f.Path)
 	if err := os.Remove(filepath.Join(dir, filepath.FromSlash(key))); err != nil {
@@ -83,7 +85,7 @@ func TestMissingDataFile(t *testing.T) {
 // Truncated, empty and garbage data files fail with an error naming them.
 func TestCorruptDataFile(t *testing.T) {
 	dir := testkit.CopyTable(t, "dat-basic_append")
-	snap := mustSnapshot(t, openTable(t, dir), 0)
+	snap := snaptest.Version(t, snaptest.OpenDir(t, dir), 0)
 	f := snap.Files[0]
 	key, _ := snap.FileKey(f.Path)
 	path := filepath.Join(dir, filepath.FromSlash(key))
@@ -128,7 +130,7 @@ func TestCorruptDataFile(t *testing.T) {
 func TestCorruptDataFileNoPanic(t *testing.T) {
 	for _, table := range []string{"golden-table-with-columnmapping-mode-id", "deltars-table_with_column_mapping", "kernelrs-type-widening"} {
 		dir := testkit.CopyTable(t, table)
-		snap := mustSnapshot(t, openTable(t, dir), -1)
+		snap := snaptest.Version(t, snaptest.OpenDir(t, dir), -1)
 		for _, f := range snap.Files {
 			key, _ := snap.FileKey(f.Path)
 			path := filepath.Join(dir, filepath.FromSlash(key))
@@ -172,7 +174,7 @@ var errStop = errors.New("stop")
 // An error of the callback comes back as it is; a panic in it is not
 // taken for one of parquet-go's.
 func TestCallbackErrorsAndPanics(t *testing.T) {
-	snap := mustSnapshot(t, openTable(t, filepath.Join(testdataDir, "golden-basic-with-inserts-deletes-checkpoint")), -1)
+	snap := snaptest.Version(t, snaptest.OpenDir(t, filepath.Join(testdataDir, "golden-basic-with-inserts-deletes-checkpoint")), -1)
 	sc, _ := New(snap, nil)
 	n := 0
 	err := sc.All(t.Context(), func(*snapshot.AddFile, int64, []any) error {
@@ -194,7 +196,7 @@ func TestCallbackErrorsAndPanics(t *testing.T) {
 }
 
 func TestCanceledContext(t *testing.T) {
-	snap := mustSnapshot(t, openTable(t, filepath.Join(testdataDir, "golden-basic-with-vacuum-protocol-check-feature")), -1)
+	snap := snaptest.Version(t, snaptest.OpenDir(t, filepath.Join(testdataDir, "golden-basic-with-vacuum-protocol-check-feature")), -1)
 	sc, _ := New(snap, nil)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()

@@ -9,9 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/snapshot"
-	"github.com/deltafs/deltafs/storage"
 )
 
 const testdataDir = "../testdata/delta"
@@ -51,33 +52,6 @@ var refusedTables = map[string]bool{
 	"deltars-spark-variant-checkpoint":         true,
 }
 
-func openLocal(t testing.TB, dir string) storage.Storage {
-	t.Helper()
-	st, err := storage.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
-func openTable(t testing.TB, dir string) *snapshot.Table {
-	t.Helper()
-	tbl, err := snapshot.Open(context.Background(), openLocal(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tbl
-}
-
-func mustSnapshot(t testing.TB, tbl *snapshot.Table, v int64) *snapshot.Snapshot {
-	t.Helper()
-	s, err := tbl.Snapshot(context.Background(), v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // scanJSON scans every live row of snap into JSON lines, in scan order.
 func scanJSON(t testing.TB, snap *snapshot.Snapshot, columns []string) []string {
 	t.Helper()
@@ -106,7 +80,7 @@ func scanJSONOpts(t testing.TB, snap *snapshot.Snapshot, columns []string, opts 
 // rendering as the scan, with the table's fields.
 func expectedJSON(t testing.TB, dir string, fields []snapshot.StructField) []string {
 	t.Helper()
-	st := openLocal(t, dir)
+	st := snaptest.Local(t, dir)
 	infos, err := st.List(context.Background(), "", "")
 	if err != nil {
 		t.Fatal(err)

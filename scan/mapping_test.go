@@ -5,13 +5,15 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/parquet-go/parquet-go"
 )
 
 // Name mode on a Databricks table: data columns and partitionValues by
 // physical name, logical names (with spaces) out.
 func TestColumnMappingNameTable(t *testing.T) {
-	snap := mustSnapshot(t, openTable(t, filepath.Join(testdataDir, "deltars-table_with_column_mapping")), -1)
+	snap := snaptest.Version(t, snaptest.OpenDir(t, filepath.Join(testdataDir, "deltars-table_with_column_mapping")), -1)
 	if snap.ColumnMappingMode() != "name" {
 		t.Fatalf("mode %q", snap.ColumnMappingMode())
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -123,7 +125,7 @@ func TestParsePartitionValueErrors(t *testing.T) {
 // The golden table with twelve partition columns of many types: typed Go
 // values, and nulls where every partition value is null.
 func TestPartitionValuesTable(t *testing.T) {
-	snap := mustSnapshot(t, openTable(t, testdataDir+"/golden-data-reader-partition-values"), -1)
+	snap := snaptest.Version(t, snaptest.OpenDir(t, testdataDir+"/golden-data-reader-partition-values"), -1)
 	cols := []string{"as_int", "as_long", "as_byte", "as_short", "as_boolean", "as_float", "as_double",
 		"as_string", "as_string_lit_null", "as_date", "as_timestamp", "as_big_decimal", "value"}
 	sc, err := New(snap, cols)
@@ -163,7 +165,7 @@ func TestPartitionValuesTable(t *testing.T) {
 // Escaped characters and emoji in partition values come out unescaped,
 // and the binary partition column as bytes.
 func TestPartitionValuesEscaped(t *testing.T) {
-	snap := mustSnapshot(t, openTable(t, testdataDir+"/dat-multi_partitioned"), 2)
+	snap := snaptest.Version(t, snaptest.OpenDir(t, testdataDir+"/dat-multi_partitioned"), 2)
 	got := sorted(scanJSON(t, snap, nil))
 	want := []string{
 		`{"letter":"/%20%f","date":"1970-01-01","data":"aGVsbG8=","number":6}`,

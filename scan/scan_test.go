@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -18,7 +20,7 @@ func fieldNames(fs []snapshot.StructField) []string {
 }
 
 func TestNewProjection(t *testing.T) {
-	snap := mustSnapshot(t, openTable(t, filepath.Join(testdataDir, "dat-multi_partitioned")), 2)
+	snap := snaptest.Version(t, snaptest.OpenDir(t, filepath.Join(testdataDir, "dat-multi_partitioned")), 2)
 	sc, err := New(snap, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -57,7 +59,7 @@ func TestNewProjection(t *testing.T) {
 
 // A data file with no row groups has no rows.
 func TestZeroRowGroups(t *testing.T) {
-	snap := mustSnapshot(t, openTable(t, filepath.Join(testdataDir, "deltars-delta-0.8-empty")), 0)
+	snap := snaptest.Version(t, snaptest.OpenDir(t, filepath.Join(testdataDir, "deltars-delta-0.8-empty")), 0)
 	zero := 0
 	for _, f := range snap.Files {
 		r, err := OpenFile(t.Context(), snap, f)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/deltafs/deltafs/snapshot"
@@ -75,7 +77,7 @@ func writeTable(t testing.TB, dir, schemaJSON string, partitionCols []string, co
 	if err := os.WriteFile(filepath.Join(dir, "_delta_log", "00000000000000000000.json"), log.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return mustSnapshot(t, openTable(t, dir), 0)
+	return snaptest.Version(t, snaptest.OpenDir(t, dir), 0)
 }
 
 // writeParquet writes rows (values with their levels, in leaf order) with

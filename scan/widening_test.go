@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/deprecated"
 
@@ -16,8 +18,8 @@ import (
 // kernelrs-type-widening: a row written before the columns were widened
 // and one after, read at the widened version; and the narrow version.
 func TestTypeWideningTable(t *testing.T) {
-	tbl := openTable(t, filepath.Join(testdataDir, "kernelrs-type-widening"))
-	got := sorted(scanJSON(t, mustSnapshot(t, tbl, 2), nil))
+	tbl := snaptest.OpenDir(t, filepath.Join(testdataDir, "kernelrs-type-widening"))
+	got := sorted(scanJSON(t, snaptest.Version(t, tbl, 2), nil))
 	want := []string{
 		`{"byte_long":1,"int_long":2,"float_double":3.4000000953674316,"byte_double":5,"short_double":6,"int_double":7,` +
 			`"decimal_decimal_same_scale":123.45,"decimal_decimal_greater_scale":67.89000,"byte_decimal":1.0,"short_decimal":2.0,` +
@@ -31,7 +33,7 @@ func TestTypeWideningTable(t *testing.T) {
 		t.Errorf("version 2:\ngot  %s\nwant %s", strings.Join(got, "\n     "), strings.Join(want, "\n     "))
 	}
 	// The Go types are the table's, whatever the file holds.
-	snap := mustSnapshot(t, tbl, 2)
+	snap := snaptest.Version(t, tbl, 2)
 	sc, _ := New(snap, []string{"byte_long", "float_double", "byte_double", "byte_decimal", "date_timestamp_ntz"})
 	err := sc.All(t.Context(), func(_ *snapshot.AddFile, _ int64, row []any) error {
 		if _, ok := row[0].(int64); !ok {
@@ -55,7 +57,7 @@ func TestTypeWideningTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Before the change, the narrow types.
-	v1 := scanJSON(t, mustSnapshot(t, tbl, 1), []string{"byte_long", "date_timestamp_ntz", "byte_decimal"})
+	v1 := scanJSON(t, snaptest.Version(t, tbl, 1), []string{"byte_long", "date_timestamp_ntz", "byte_decimal"})
 	if len(v1) != 1 || v1[0] != `{"byte_long":1,"date_timestamp_ntz":"2024-09-09","byte_decimal":1}` {
 		t.Errorf("version 1: %v", v1)
 	}

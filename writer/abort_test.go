@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/storagetest"
@@ -40,7 +42,7 @@ func TestInterruptedWrite(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, err := Write(ctx, local(t, dir), tagSchema, &cancelAfter{n: 250, cancel: cancel}, Options{IDColumn: "id", RowsPerFile: 100})
+	_, err := Write(ctx, snaptest.Local(t, dir), tagSchema, &cancelAfter{n: 250, cancel: cancel}, Options{IDColumn: "id", RowsPerFile: 100})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -123,7 +125,7 @@ func TestFailedWriteBeforeFilesIsPlain(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Write(ctx, local(t, dir), tagSchema, tagged("x", 3), Options{IDColumn: "id"})
+	_, err := Write(ctx, snaptest.Local(t, dir), tagSchema, tagged("x", 3), Options{IDColumn: "id"})
 	var ae *AbortError
 	if !errors.Is(err, context.Canceled) || errors.As(err, &ae) {
 		t.Fatalf("err = %v; want context.Canceled, no AbortError", err)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
@@ -29,7 +31,7 @@ func tagged(prefix string, n int) Rows {
 func liveTags(t *testing.T, dir string) (tags map[string]int, ids []int64) {
 	t.Helper()
 	tags = map[string]int{}
-	for _, r := range tableRows(t, dir) {
+	for _, r := range snaptest.LiveRows(t, dir) {
 		tags[string(r["tag"].([]byte))]++
 		ids = append(ids, r["id"].(int64))
 	}
@@ -43,7 +45,7 @@ func liveTags(t *testing.T, dir string) (tags map[string]int, ids []int64) {
 func TestConcurrentAppends(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	if _, err := Write(ctx, local(t, dir), tagSchema, tagged("init", 1), Options{IDColumn: "id"}); err != nil {
+	if _, err := Write(ctx, snaptest.Local(t, dir), tagSchema, tagged("init", 1), Options{IDColumn: "id"}); err != nil {
 		t.Fatal(err)
 	}
 	const writers, appends, rowsEach = 4, 5, 3
@@ -58,7 +60,7 @@ func TestConcurrentAppends(t *testing.T) {
 			defer wg.Done()
 			// Each writer its own storage, as separate processes would; a
 			// pause before each commit put makes writers collide.
-			st := slowCommits{local(t, dir)}
+			st := slowCommits{snaptest.Local(t, dir)}
 			for a := range appends {
 				tag := fmt.Sprintf("w%d-a%d", w, a)
 				res, err := Write(ctx, st, tagSchema, tagged(tag, rowsEach), Options{IDColumn: "id", RowsPerFile: 2})
@@ -83,7 +85,7 @@ func TestConcurrentAppends(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	s := latest(t, dir)
+	s := snaptest.Version(t, snaptest.OpenDir(t, dir), -1)
 	if s.Version != writers*appends {
 		t.Fatalf("latest version %d, want %d", s.Version, writers*appends)
 	}
@@ -136,7 +138,7 @@ func (s slowCommits) Put(ctx context.Context, key string, data []byte, ifAbsent 
 func TestConcurrentOverwrite(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	if _, err := Write(ctx, local(t, dir), tagSchema, tagged("init", 2), Options{IDColumn: "id"}); err != nil {
+	if _, err := Write(ctx, snaptest.Local(t, dir), tagSchema, tagged("init", 2), Options{IDColumn: "id"}); err != nil {
 		t.Fatal(err)
 	}
 	type op struct {
@@ -150,7 +152,7 @@ func TestConcurrentOverwrite(t *testing.T) {
 	errs := make(chan error, 20)
 	run := func(name string, n int, mode Mode) {
 		defer wg.Done()
-		st := local(t, dir)
+		st := snaptest.Local(t, dir)
 		for i := range n {
 			tag := fmt.Sprintf("%s%d", name, i)
 			res, err := Write(ctx, st, tagSchema, tagged(tag, 2), Options{Mode: mode, IDColumn: "id"})
@@ -172,7 +174,7 @@ func TestConcurrentOverwrite(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	tbl, err := snapshot.Open(ctx, local(t, dir))
+	tbl, err := snapshot.Open(ctx, snaptest.Local(t, dir))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,7 +240,7 @@ func TestConcurrentCreate(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := Write(ctx, local(t, dir), tagSchema, tagged(fmt.Sprint("c", w), 2), Options{IDColumn: "id"}); err != nil {
+			if _, err := Write(ctx, snaptest.Local(t, dir), tagSchema, tagged(fmt.Sprint("c", w), 2), Options{IDColumn: "id"}); err != nil {
 				errs <- err
 			}
 		}()
@@ -266,21 +268,21 @@ func TestConcurrentCreate(t *testing.T) {
 func TestCreateRaceSchemaMismatch(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	loser, err := newWrite(ctx, local(t, dir), schemaOf(fieldOf("x", "double", false)), Options{})
+	loser, err := newWrite(ctx, snaptest.Local(t, dir), schemaOf(fieldOf("x", "double", false)), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := loser.writeFiles(ctx, SliceRows([]Row{{1.0}})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Write(ctx, local(t, dir), tagSchema, tagged("w", 1), Options{IDColumn: "id"}); err != nil {
+	if _, err := Write(ctx, snaptest.Local(t, dir), tagSchema, tagged("w", 1), Options{IDColumn: "id"}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = loser.commit(ctx)
 	if err == nil || !strings.Contains(err.Error(), "created concurrently") || !strings.Contains(err.Error(), "schema mismatch") {
 		t.Fatalf("err %v", err)
 	}
-	if s := latest(t, dir); s.Version != 0 {
+	if s := snaptest.Version(t, snaptest.OpenDir(t, dir), -1); s.Version != 0 {
 		t.Fatalf("version %d", s.Version)
 	}
 }
@@ -290,7 +292,7 @@ func TestCreateRaceSchemaMismatch(t *testing.T) {
 func TestIDRenumbering(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	st := local(t, dir)
+	st := snaptest.Local(t, dir)
 	if _, err := Write(ctx, st, tagSchema, tagged("first", 2), Options{IDColumn: "id"}); err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +317,7 @@ func TestIDRenumbering(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 	rows := map[string]int64{}
-	for _, r := range tableRows(t, dir) {
+	for _, r := range snaptest.LiveRows(t, dir) {
 		rows[string(r["tag"].([]byte))] = r["id"].(int64)
 	}
 	if rows["slow-0"] != 7 || rows["slow-1"] != 8 || rows["slow-2"] != 9 || rows["fast-4"] != 6 || len(rows) != 10 {
@@ -336,14 +338,14 @@ func TestIDRenumbering(t *testing.T) {
 func TestCreateRaceNullability(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	loser, err := newWrite(ctx, local(t, dir), schemaOf(fieldOf("x", "double", true)), Options{})
+	loser, err := newWrite(ctx, snaptest.Local(t, dir), schemaOf(fieldOf("x", "double", true)), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := loser.writeFiles(ctx, SliceRows([]Row{{1.0}, {nil}})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Write(ctx, local(t, dir), schemaOf(fieldOf("x", "double", false)), SliceRows([]Row{{2.0}}), Options{}); err != nil {
+	if _, err := Write(ctx, snaptest.Local(t, dir), schemaOf(fieldOf("x", "double", false)), SliceRows([]Row{{2.0}}), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := loser.commit(ctx); err == nil || !strings.Contains(err.Error(), `column "x" is NOT NULL in the table but the rows hold nulls`) {

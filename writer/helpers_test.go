@@ -3,52 +3,13 @@ package writer
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/snapshot"
-	"github.com/deltafs/deltafs/storage"
 )
-
-func local(t *testing.T, dir string) storage.Storage {
-	t.Helper()
-	st, err := storage.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
-
-// latest opens the table with the snapshot package and returns its latest
-// version.
-func latest(t *testing.T, dir string) *snapshot.Snapshot {
-	t.Helper()
-	ctx := context.Background()
-	tbl, err := snapshot.Open(ctx, local(t, dir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := tbl.Snapshot(ctx, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
-// tableRows reads every live row of the latest version, in snapshot file
-// order.
-func tableRows(t *testing.T, dir string) []map[string]any {
-	t.Helper()
-	var out []map[string]any
-	for _, f := range latest(t, dir).Files {
-		out = append(out, testkit.ParquetRows(t, filepath.Join(dir, f.Path))...)
-	}
-	return out
-}
 
 // commitActions reads the actions of one commit file as generic JSON.
 func commitActions(t *testing.T, dir string, version int64) []map[string]map[string]any {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/snapshot"
+	"github.com/deltafs/deltafs/internal/snaptest"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )
 
@@ -36,14 +36,8 @@ func TestObjectStore(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	tbl, err := snapshot.Open(ctx, st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := tbl.Snapshot(ctx, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tbl := snaptest.Open(t, st)
+	s := snaptest.Version(t, tbl, -1)
 	if s.Version != 11 || s.NumRows() != 24 {
 		t.Fatalf("version %d, %d rows", s.Version, s.NumRows())
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/snaptest"
+
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 
@@ -43,7 +45,7 @@ func TestWriteEveryType(t *testing.T) {
 		{42, math.MaxInt32, math.MaxInt16, math.MaxInt8, "alpha", "bytes", false, float32(-3), math.NaN(), time.Date(1969, 12, 31, 23, 0, 0, 0, time.UTC), ts.Add(time.Hour)},
 		{int64(0), int32(0), int16(0), int8(0), long, []byte{}, false, float32(0), 0.0, ts, ts},
 	}
-	res, err := Write(context.Background(), local(t, dir), allTypes, SliceRows(rows), Options{})
+	res, err := Write(context.Background(), snaptest.Local(t, dir), allTypes, SliceRows(rows), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +54,7 @@ func TestWriteEveryType(t *testing.T) {
 	}
 
 	// Read back through the snapshot package.
-	s := latest(t, dir)
+	s := snaptest.Version(t, snaptest.OpenDir(t, dir), -1)
 	if s.Version != 0 || s.NumRows() != 4 || len(s.Files) != 1 {
 		t.Fatalf("snapshot: version %d rows %d files %d", s.Version, s.NumRows(), len(s.Files))
 	}
@@ -158,7 +160,7 @@ func TestStringStatsCut(t *testing.T) {
 	dir := t.TempDir()
 	sch := schemaOf(fieldOf("s", "string", false))
 	long := strings.Repeat("é", 40)
-	if _, err := Write(context.Background(), local(t, dir), sch, SliceRows([]Row{{"b"}, {long}}), Options{}); err != nil {
+	if _, err := Write(context.Background(), snaptest.Local(t, dir), sch, SliceRows([]Row{{"b"}, {long}}), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	adds := actionsOf(commitActions(t, dir, 0), "add")
@@ -172,7 +174,7 @@ func TestStringStatsCut(t *testing.T) {
 	}
 	// min cut to 32 characters.
 	dir2 := t.TempDir()
-	if _, err := Write(context.Background(), local(t, dir2), sch, SliceRows([]Row{{long}}), Options{}); err != nil {
+	if _, err := Write(context.Background(), snaptest.Local(t, dir2), sch, SliceRows([]Row{{long}}), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	adds = actionsOf(commitActions(t, dir2, 0), "add")
@@ -191,14 +193,14 @@ func TestRowsPerFileAndPages(t *testing.T) {
 		px[0] = byte(i >> 8)
 		rows = append(rows, Row{nil, px})
 	}
-	res, err := Write(context.Background(), local(t, dir), sch, SliceRows(rows), Options{RowsPerFile: 1000, IDColumn: "id"})
+	res, err := Write(context.Background(), snaptest.Local(t, dir), sch, SliceRows(rows), Options{RowsPerFile: 1000, IDColumn: "id"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Files != 3 || res.Rows != 2500 || res.FirstID != 0 {
 		t.Fatalf("result %+v", res)
 	}
-	s := latest(t, dir)
+	s := snaptest.Version(t, snaptest.OpenDir(t, dir), -1)
 	var counts []int64
 	for _, f := range s.Files {
 		counts = append(counts, f.NumRecords)
@@ -208,7 +210,7 @@ func TestRowsPerFileAndPages(t *testing.T) {
 	}
 	// Every row is there once, pixels intact.
 	seen := map[int64]bool{}
-	for _, r := range tableRows(t, dir) {
+	for _, r := range snaptest.LiveRows(t, dir) {
 		id := r["id"].(int64)
 		px := r["pixels"].([]byte)
 		if seen[id] || px[0] != byte(id>>8) || px[1] != byte(id) {
@@ -250,7 +252,7 @@ func TestMaxFileBytes(t *testing.T) {
 	for range 10 {
 		rows = append(rows, Row{make([]byte, 1000)})
 	}
-	res, err := Write(context.Background(), local(t, dir), sch, SliceRows(rows), Options{MaxFileBytes: 3000})
+	res, err := Write(context.Background(), snaptest.Local(t, dir), sch, SliceRows(rows), Options{MaxFileBytes: 3000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +264,7 @@ func TestMaxFileBytes(t *testing.T) {
 func TestAppendOverwrite(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	st := local(t, dir)
+	st := snaptest.Local(t, dir)
 	sch := schemaOf(fieldOf("id", "long", false), fieldOf("v", "string", false))
 	batch := func(vals ...string) Rows {
 		var rows []Row
@@ -282,7 +284,7 @@ func TestAppendOverwrite(t *testing.T) {
 	if r0.Version != 0 || r1.Version != 1 || r1.FirstID != 2 || r1.Created {
 		t.Fatalf("results %+v %+v", r0, r1)
 	}
-	before := latest(t, dir)
+	before := snaptest.Version(t, snaptest.OpenDir(t, dir), -1)
 	if len(before.Files) != 3 {
 		t.Fatalf("%d files before overwrite", len(before.Files))
 	}
@@ -318,7 +320,7 @@ func TestAppendOverwrite(t *testing.T) {
 			t.Errorf("remove partitionValues %v", rm["partitionValues"])
 		}
 	}
-	after := tableRows(t, dir)
+	after := snaptest.LiveRows(t, dir)
 	if len(after) != 2 || string(after[0]["v"].([]byte))+string(after[1]["v"].([]byte)) != "xy" && string(after[0]["v"].([]byte))+string(after[1]["v"].([]byte)) != "yx" {
 		t.Fatalf("after overwrite: %v", after)
 	}
@@ -352,7 +354,7 @@ func TestWriteErrors(t *testing.T) {
 	t.Run("not a table, not empty", func(t *testing.T) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("x"), 0o644)
-		_, err := Write(ctx, local(t, dir), sch, SliceRows(nil), Options{})
+		_, err := Write(ctx, snaptest.Local(t, dir), sch, SliceRows(nil), Options{})
 		if err == nil || !strings.Contains(err.Error(), "is not a Delta table and is not empty") || strings.Contains(err.Error(), "\n") {
 			t.Fatalf("err %v", err)
 		}
@@ -361,19 +363,19 @@ func TestWriteErrors(t *testing.T) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, newDataFileKey(0)), []byte("x"), 0o644)
 		os.Mkdir(filepath.Join(dir, "_delta_log"), 0o755)
-		if _, err := Write(ctx, local(t, dir), sch, SliceRows(nil), Options{}); err != nil {
+		if _, err := Write(ctx, snaptest.Local(t, dir), sch, SliceRows(nil), Options{}); err != nil {
 			t.Fatal(err)
 		}
 	})
 	t.Run("a file", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "f")
 		os.WriteFile(p, []byte("x"), 0o644)
-		if _, err := Write(ctx, local(t, p), sch, SliceRows(nil), Options{}); err == nil {
+		if _, err := Write(ctx, snaptest.Local(t, p), sch, SliceRows(nil), Options{}); err == nil {
 			t.Fatal("no error")
 		}
 	})
 	dir := t.TempDir()
-	if _, err := Write(ctx, local(t, dir), sch, SliceRows([]Row{{int64(1)}}), Options{}); err != nil {
+	if _, err := Write(ctx, snaptest.Local(t, dir), sch, SliceRows([]Row{{int64(1)}}), Options{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -392,13 +394,13 @@ func TestWriteErrors(t *testing.T) {
 		{"id column not long", schemaOf(fieldOf("id", "long", false)), nil, Options{IDColumn: "nope"}, "must be a long field"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := Write(ctx, local(t, dir), c.schema, SliceRows(c.rows), c.opts)
+			_, err := Write(ctx, snaptest.Local(t, dir), c.schema, SliceRows(c.rows), c.opts)
 			if err == nil || !strings.Contains(err.Error(), c.want) {
 				t.Fatalf("err %v, want %q", err, c.want)
 			}
 		})
 	}
-	if s := latest(t, dir); s.Version != 0 {
+	if s := snaptest.Version(t, snaptest.OpenDir(t, dir), -1); s.Version != 0 {
 		t.Fatalf("a failed write committed version %d", s.Version)
 	}
 	t.Run("out of range", func(t *testing.T) {
@@ -407,20 +409,20 @@ func TestWriteErrors(t *testing.T) {
 			typ string
 			v   any
 		}{{"byte", 128}, {"short", int32(40000)}, {"integer", int64(1) << 40}, {"long", uint64(math.MaxUint64)}} {
-			_, err := Write(ctx, local(t, d), schemaOf(fieldOf("x", c.typ, false)), SliceRows([]Row{{c.v}}), Options{})
+			_, err := Write(ctx, snaptest.Local(t, d), schemaOf(fieldOf("x", c.typ, false)), SliceRows([]Row{{c.v}}), Options{})
 			if err == nil || !strings.Contains(err.Error(), "out of range") {
 				t.Errorf("%s %v: err %v", c.typ, c.v, err)
 			}
 		}
 	})
 	t.Run("invalid UTF-8", func(t *testing.T) {
-		_, err := Write(ctx, local(t, t.TempDir()), schemaOf(fieldOf("s", "string", false)), SliceRows([]Row{{"\xff"}}), Options{})
+		_, err := Write(ctx, snaptest.Local(t, t.TempDir()), schemaOf(fieldOf("s", "string", false)), SliceRows([]Row{{"\xff"}}), Options{})
 		if err == nil || !strings.Contains(err.Error(), "UTF-8") {
 			t.Fatalf("err %v", err)
 		}
 	})
 	t.Run("unsupported type", func(t *testing.T) {
-		_, err := Write(ctx, local(t, t.TempDir()), schemaOf(fieldOf("d", "decimal(10,2)", false)), SliceRows(nil), Options{})
+		_, err := Write(ctx, snaptest.Local(t, t.TempDir()), schemaOf(fieldOf("d", "decimal(10,2)", false)), SliceRows(nil), Options{})
 		if err == nil || !strings.Contains(err.Error(), "not supported") {
 			t.Fatalf("err %v", err)
 		}
