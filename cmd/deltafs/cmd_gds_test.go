@@ -26,11 +26,6 @@ func squash(s string) string {
 	return strings.Join(lines, "\n")
 }
 
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return lines[len(lines)-1]
-}
-
 var verdictCodes = map[string]int{
 	"verdict: ready":              exitGDSReady,
 	"verdict: compatibility mode": exitGDSCompat,

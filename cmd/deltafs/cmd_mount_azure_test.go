@@ -57,45 +57,27 @@ func azLocation(i int, container, path string) string {
 // their blob (log timestamps are file times).
 func uploadAzTables(t *testing.T, endpoint, containerName string, names []string) map[string]string {
 	t.Helper()
-	local := map[string]string{}
-	root := t.TempDir()
-	for _, name := range names {
-		src := filepath.Join(testkit.Tables(), name)
-		if aztest.UploadDir(t, endpoint, containerName, name, src) == 0 {
-			t.Fatalf("%s: nothing uploaded", name)
-		}
-		dst := filepath.Join(root, name)
-		if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-			t.Fatal(err)
-		}
-		local[name] = dst
-	}
-	c, err := aztest.Client(endpoint, containerName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	pg := c.NewListBlobsFlatPager(nil)
-	n := 0
-	for pg.More() {
-		page, err := pg.NextPage(ctx)
-		if err != nil {
-			t.Fatalf("list %s: %v", containerName, err)
-		}
-		for _, b := range page.Segment.BlobItems {
-			p := filepath.Join(root, filepath.FromSlash(*b.Name))
-			mt := *b.Properties.LastModified
-			if err := os.Chtimes(p, mt, mt); err != nil {
-				t.Fatalf("blob %s has no local copy: %v", *b.Name, err)
+	return mirrorTables(t, names,
+		func(name, src string) int { return aztest.UploadDir(t, endpoint, containerName, name, src) },
+		func() map[string]time.Time {
+			c, err := aztest.Client(endpoint, containerName)
+			if err != nil {
+				t.Fatal(err)
 			}
-			n++
-		}
-	}
-	if n == 0 {
-		t.Fatal("no blob listed")
-	}
-	return local
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			times := map[string]time.Time{}
+			for pg := c.NewListBlobsFlatPager(nil); pg.More(); {
+				page, err := pg.NextPage(ctx)
+				if err != nil {
+					t.Fatalf("list %s: %v", containerName, err)
+				}
+				for _, b := range page.Segment.BlobItems {
+					times[*b.Name] = *b.Properties.LastModified
+				}
+			}
+			return times
+		})
 }
 
 // TestMountAzureDeltaTables: every table of testdata/delta in Azurite.
@@ -199,21 +181,7 @@ func TestAzureCredentialsAndRefusals(t *testing.T) {
 					t.Fatalf("exit %d, stdout %q, stderr %q: want the table's 3 versions", code, stdout, stderr)
 				}
 			} else {
-				lines := strings.Split(strings.TrimSpace(stderr), "\n")
-				msg := lines[len(lines)-1]
-				if code != 1 || !strings.HasPrefix(msg, "deltafs: "+tc.loc+": ") || strings.Count(msg, tc.loc) != 1 {
-					t.Fatalf("exit %d after %v, stderr %q: want status 1 and one line naming %s once", code, el, stderr, tc.loc)
-				}
-				for _, l := range lines[:len(lines)-1] {
-					if !strings.HasPrefix(l, "time=") || !strings.Contains(l, "level=INFO") || len(lines) > 3 {
-						t.Fatalf("stderr %q: want the error line after at most two info lines", stderr)
-					}
-				}
-				for _, w := range tc.want {
-					if !strings.Contains(strings.ToLower(msg), w) {
-						t.Fatalf("%q does not say %q", msg, w)
-					}
-				}
+				msg := requireErrorLine(t, stderr, code, tc.loc, 2, tc.want)
 				if el > 30*time.Second {
 					t.Errorf("failed after %v", el)
 				}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -26,33 +25,21 @@ import (
 // object (log timestamps are file times, and git keeps none).
 func uploadGCSTables(t *testing.T, f *gcstest.Fake, bucket string, names []string) map[string]string {
 	t.Helper()
-	local := map[string]string{}
-	root := t.TempDir()
-	for _, name := range names {
-		src := filepath.Join(testkit.Tables(), name)
-		if gcstest.UploadDir(t, f, bucket, name, src) == 0 {
-			t.Fatalf("%s: nothing uploaded", name)
-		}
-		dst := filepath.Join(root, name)
-		if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-			t.Fatal(err)
-		}
-		local[name] = dst
-	}
-	keys, err := f.Keys(bucket)
-	if err != nil || len(keys) == 0 {
-		t.Fatalf("list gs://%s: %d keys, %v", bucket, len(keys), err)
-	}
-	for _, k := range keys {
-		mt, err := f.Updated(bucket, k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(filepath.Join(root, filepath.FromSlash(k)), mt, mt); err != nil {
-			t.Fatalf("object %s has no local copy: %v", k, err)
-		}
-	}
-	return local
+	return mirrorTables(t, names,
+		func(name, src string) int { return gcstest.UploadDir(t, f, bucket, name, src) },
+		func() map[string]time.Time {
+			keys, err := f.Keys(bucket)
+			if err != nil {
+				t.Fatalf("list gs://%s: %v", bucket, err)
+			}
+			times := map[string]time.Time{}
+			for _, k := range keys {
+				if times[k], err = f.Updated(bucket, k); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return times
+		})
 }
 
 // TestMountGCSDeltaTables: every table of testdata/delta in fake-gcs-server.
@@ -149,24 +136,7 @@ func TestMountGCSRefuses(t *testing.T) {
 				mounttest.Unmount(dir)
 				t.Fatal("left mounted")
 			}
-			lines := strings.Split(strings.TrimSpace(stderr), "\n")
-			msg := lines[len(lines)-1]
-			if code != 1 || !strings.HasPrefix(msg, "deltafs: "+tc.table+": ") {
-				t.Fatalf("exit %d after %v, stderr %q: want status 1 and one line naming %s", code, el, stderr, tc.table)
-			}
-			for _, l := range lines[:len(lines)-1] {
-				if !strings.HasPrefix(l, "time=") {
-					t.Fatalf("stderr %q: want log lines, then the error line", stderr)
-				}
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(strings.ToLower(msg), w) {
-					t.Fatalf("%q does not say %q", msg, w)
-				}
-			}
-			if strings.Count(msg, tc.table) != 1 {
-				t.Errorf("%q repeats the table", msg)
-			}
+			msg := requireErrorLine(t, stderr, code, tc.table, -1, tc.want)
 			noSecret(t, stderr)
 			if el > 30*time.Second {
 				t.Errorf("failed after %v", el)

@@ -33,13 +33,6 @@ import (
 // the variant type): both mounts may refuse them, with the same line.
 var s3MayRefuse = map[string]bool{"kernelrs-type-widening": true, "deltars-spark-variant-checkpoint": true}
 
-// lastErrLine is the last non-empty line of s (the error line of a failed
-// mount's output).
-func lastErrLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
-}
-
 // s3Env points the AWS credential chain of child processes at the test
 // key pair of endpoint and nothing else (no shared files, no IMDS).
 func s3Env(t *testing.T, endpoint string) {
@@ -86,41 +79,24 @@ func deltaTableNames(t *testing.T) []string {
 // object (log timestamps are file times, and git keeps none).
 func uploadTables(t *testing.T, endpoint, bucket string, names []string) map[string]string {
 	t.Helper()
-	local := map[string]string{}
-	root := t.TempDir()
-	for _, name := range names {
-		src := filepath.Join(testkit.Tables(), name)
-		if s3test.UploadDir(t, endpoint, bucket, name, src) == 0 {
-			t.Fatalf("%s: nothing uploaded", name)
-		}
-		dst := filepath.Join(root, name)
-		if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
-			t.Fatal(err)
-		}
-		local[name] = dst
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	pg := s3.NewListObjectsV2Paginator(s3test.NewClient(endpoint), &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
-	n := 0
-	for pg.HasMorePages() {
-		page, err := pg.NextPage(ctx)
-		if err != nil {
-			t.Fatalf("list s3://%s: %v", bucket, err)
-		}
-		for _, o := range page.Contents {
-			p := filepath.Join(root, filepath.FromSlash(aws.ToString(o.Key)))
-			mt := aws.ToTime(o.LastModified)
-			if err := os.Chtimes(p, mt, mt); err != nil {
-				t.Fatalf("object %s has no local copy: %v", aws.ToString(o.Key), err)
+	return mirrorTables(t, names,
+		func(name, src string) int { return s3test.UploadDir(t, endpoint, bucket, name, src) },
+		func() map[string]time.Time {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			times := map[string]time.Time{}
+			pg := s3.NewListObjectsV2Paginator(s3test.NewClient(endpoint), &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+			for pg.HasMorePages() {
+				page, err := pg.NextPage(ctx)
+				if err != nil {
+					t.Fatalf("list s3://%s: %v", bucket, err)
+				}
+				for _, o := range page.Contents {
+					times[aws.ToString(o.Key)] = aws.ToTime(o.LastModified)
+				}
 			}
-			n++
-		}
-	}
-	if n == 0 {
-		t.Fatal("no object listed")
-	}
-	return local
+			return times
+		})
 }
 
 // runBin runs the binary with a time limit and returns stdout, stderr and
@@ -167,7 +143,7 @@ func mountedTree(t *testing.T, bin, table string, flags ...string) (tree map[str
 		}()
 	}
 	if err != nil {
-		return nil, lastErrLine(err.Error())
+		return nil, lastLine(err.Error())
 	}
 	versions, err := os.ReadDir(filepath.Join(mnt, "version"))
 	if err != nil {
@@ -320,24 +296,7 @@ func TestMountS3Refuses(t *testing.T) {
 			}
 			// The error is the last line; the lines before it are log lines
 			// (an info line when a request is retried), at most two.
-			lines := strings.Split(strings.TrimSpace(stderr), "\n")
-			msg := lines[len(lines)-1]
-			if code != 1 || !strings.HasPrefix(msg, "deltafs: "+tc.table+": ") {
-				t.Fatalf("exit %d after %v, stderr %q: want status 1 and one line naming %s", code, el, stderr, tc.table)
-			}
-			for _, l := range lines[:len(lines)-1] {
-				if !strings.HasPrefix(l, "time=") || !strings.Contains(l, "level=INFO") || len(lines) > 3 {
-					t.Fatalf("stderr %q: want the error line after at most two info lines", stderr)
-				}
-			}
-			for _, w := range tc.want {
-				if !strings.Contains(strings.ToLower(msg), w) {
-					t.Fatalf("%q does not say %q", msg, w)
-				}
-			}
-			if strings.Count(msg, tc.table) != 1 {
-				t.Errorf("%q repeats the table", msg)
-			}
+			msg := requireErrorLine(t, stderr, code, tc.table, 2, tc.want)
 			if strings.Contains(stderr, tc.sk) || strings.Contains(stderr, sk) {
 				t.Fatalf("%q holds a secret key", stderr)
 			}

@@ -224,7 +224,7 @@ func TestSharingHistoryRefused(t *testing.T) {
 	m := mounttest.Start(t, bin, loc, "--data-column", "-", "--cache-dir", "none")
 	_ = m
 	_, stderr, code := runBin(t, bin, time.Minute, "cat", "--version", "0", loc)
-	stderr = lastErrLine(stderr) // after the info line that history is off
+	stderr = lastLine(stderr) // after the info line that history is off
 	if code != 1 ||
 		!strings.Contains(stderr, "the share does not allow history") || !strings.Contains(stderr, "history sharing is not enabled") || !strings.Contains(stderr, "version 0") {
 		t.Fatalf("cat --version 0: exit %d, want one line saying the share does not allow history:\n%s", code, stderr)

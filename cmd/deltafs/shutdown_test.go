@@ -140,11 +140,6 @@ func waitExit(t *testing.T, m *mounttest.Mount, limit time.Duration) (code int, 
 	return 0, took
 }
 
-func lastLogLine(log string) string {
-	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
-	return lines[len(lines)-1]
-}
-
 // TestMountSignalWithReadStuck: SIGTERM or SIGINT with a read stuck in
 // the kernel unmounts (lazily, the reader keeps it busy) and exits within
 // the bound, saying why.
@@ -158,8 +153,8 @@ func TestMountSignalWithReadStuck(t *testing.T) {
 			}
 			code, took := waitExit(t, m, 20*time.Second)
 			want := "deltafs: unmounted " + m.Dir + ", but requests still stuck in storage 8s after " + name + ": exiting without them"
-			if code != 1 || lastLogLine(m.Log()) != want {
-				t.Fatalf("exit %d after %s, last line %q; want 1 and %q\n%s", code, took, lastLogLine(m.Log()), want, m.Log())
+			if code != 1 || lastLine(m.Log()) != want {
+				t.Fatalf("exit %d after %s, last line %q; want 1 and %q\n%s", code, took, lastLine(m.Log()), want, m.Log())
 			}
 			if !strings.Contains(m.Log(), "detaching it lazily") {
 				t.Errorf("no log line says the busy mount point was detached:\n%s", m.Log())
@@ -192,8 +187,8 @@ func TestMountSignalAfterOutsideUnmount(t *testing.T) {
 	}
 	code, took := waitExit(t, m, 20*time.Second)
 	want := "deltafs: unmounted " + m.Dir + ", but requests still stuck in storage 8s after SIGTERM: exiting without them"
-	if code != 1 || lastLogLine(m.Log()) != want {
-		t.Fatalf("exit %d after %s, last line %q; want 1 and %q\n%s", code, took, lastLogLine(m.Log()), want, m.Log())
+	if code != 1 || lastLine(m.Log()) != want {
+		t.Fatalf("exit %d after %s, last line %q; want 1 and %q\n%s", code, took, lastLine(m.Log()), want, m.Log())
 	}
 	if strings.Contains(m.Log(), "busy") {
 		t.Errorf("the server tried to unmount a mount point no longer mounted:\n%s", m.Log())
@@ -212,8 +207,8 @@ func TestMountSecondSignal(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, took := waitExit(t, m, 6*time.Second)
-	if want := "deltafs: second SIGINT: exiting at once"; code != 1 || lastLogLine(m.Log()) != want {
-		t.Fatalf("exit %d after %s, last line %q; want 1 and %q\n%s", code, took, lastLogLine(m.Log()), want, m.Log())
+	if want := "deltafs: second SIGINT: exiting at once"; code != 1 || lastLine(m.Log()) != want {
+		t.Fatalf("exit %d after %s, last line %q; want 1 and %q\n%s", code, took, lastLine(m.Log()), want, m.Log())
 	}
 	if mounttest.Mounted(m.Dir) {
 		t.Error("still mounted after a forced exit")
