@@ -92,6 +92,7 @@ func scaleFigures() []figure {
 			figure{w + ": first sample after starting `deltafs mount` (s): `_samples.tsv`'s first line, then that file", p + "first sample (manifest)", "", firstT, firstB},
 			figure{w + ": first sample after starting `deltafs mount` (s): the listing's first entry", p + "first sample (listing)", "", "report", nil},
 			figure{w + ": sample index build, cold (samples/s)", p + "index build", "", "≥ 2,000,000", atLeast(2e6)},
+			figure{w + ": tar view layout, first stat of shard/K.tar (ns a sample)", p + "tar layout, first stat", "", "report", nil},
 			figure{w + ": first `ls -f` of the shard (entries/s)", p + "first ls -f", "", "report", nil},
 			figure{w + ": second `ls -f` of the shard (entries/s)", p + "second ls -f", "", "report", nil},
 			figure{w + ": `find MOUNT/version/N -type f`, lines counted (s)", p + "find -type f", "", "report", nil},
@@ -258,6 +259,17 @@ func (b *bench) scaleRun(sp scaleSpec, table, tmpfs string, r int) error {
 		b.noteOnce("index build: the time of the first stat of _samples.tsv (the mount reports no " + statIndexBuild + ")")
 	}
 	b.add(w+"/index build", "samples/s", float64(n)/build)
+
+	// The tar view's layout, computed from the index (no data read) at the
+	// first stat of shard/K.tar.
+	tarTook, err := g.run("first stat of the tar view", lim.step, func(context.Context) error {
+		_, err := os.Stat(root + ".tar")
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("at the tar view's first stat: %w", err)
+	}
+	b.add(w+"/tar layout, first stat", "ns/sample", float64(tarTook.Nanoseconds())/float64(n))
 
 	// The first listing, with the kernel memory it takes: the slab
 	// (dentries, FUSE inodes) and the page cache (the FUSE directory
