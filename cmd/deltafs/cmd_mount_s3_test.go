@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -186,6 +188,19 @@ func compareRemoteTable(t *testing.T, bin, loc string, flags []string, name, loc
 	if lCode == 0 && strings.Count(lOut, "\n") == 0 {
 		t.Fatalf("log --json printed nothing")
 	}
+	// cat: the latest version's rows, or the same refusal.
+	lOut, lErr, lCode = runBin(t, bin, time.Minute, "cat", local)
+	sOut, sErr, sCode = runBin(t, bin, time.Minute, append([]string{"cat", loc}, flags...)...)
+	if sCode != lCode || sOut != lOut || strings.ReplaceAll(sErr, loc, "TABLE") != strings.ReplaceAll(lErr, local, "TABLE") {
+		t.Fatalf("deltafs cat differs:\nlocal (exit %d):\n%.2000s%s\n%s (exit %d):\n%.2000s%s", lCode, lOut, lErr, loc, sCode, sOut, sErr)
+	}
+	// warm: version 0 (or the first readable) into a fresh cache, the same
+	// samples warmed, or the same refusal.
+	lWarm, lCode := warmSamples(t, bin, local, nil)
+	sWarm, sCode := warmSamples(t, bin, loc, flags)
+	if sCode != lCode || strings.ReplaceAll(sWarm, loc, "TABLE") != strings.ReplaceAll(lWarm, local, "TABLE") {
+		t.Fatalf("deltafs warm differs: local (exit %d) %s; %s (exit %d) %s", lCode, lWarm, loc, sCode, sWarm)
+	}
 
 	lTree, lRefused := mountedTree(t, bin, local)
 	sTree, sRefused := mountedTree(t, bin, loc, flags...)
@@ -225,6 +240,34 @@ func compareRemoteTable(t *testing.T, bin, loc string, flags []string, name, loc
 		t.Errorf("%d versions over %s, %d local", len(sTree), loc, len(lTree))
 	}
 	t.Logf("%d versions, %d sample files equal", len(lTree), samples)
+}
+
+// warmSamples runs `deltafs warm` on the first version `deltafs log`
+// lists, into a fresh cache, and returns what it did (the samples warmed,
+// or the error line) and its exit status.
+func warmSamples(t *testing.T, bin, loc string, flags []string) (string, int) {
+	t.Helper()
+	out, stderr, code := runBin(t, bin, time.Minute, append([]string{"log", "--json", loc}, flags...)...)
+	if code != 0 {
+		return lastLine(stderr), code
+	}
+	var first struct{ Version int64 }
+	if err := json.Unmarshal([]byte(strings.SplitN(out, "\n", 2)[0]), &first); err != nil {
+		t.Fatalf("log --json %s: %v", loc, err)
+	}
+	args := append([]string{"warm", loc, "--version", strconv.FormatInt(first.Version, 10), "--cache-dir", t.TempDir()}, flags...)
+	_, stderr, code = runBin(t, bin, time.Minute, args...)
+	if code != 0 {
+		return lastLine(stderr), code
+	}
+	for _, l := range strings.Split(stderr, "\n") {
+		if strings.Contains(l, "msg=warmed ") {
+			samples, _, _ := strings.Cut(l[strings.Index(l, "samples="):], " ")
+			return samples, code
+		}
+	}
+	t.Fatalf("warm %s: no summary line in %q", loc, stderr)
+	return "", code
 }
 
 // TestMountS3DeltaTables: every table of testdata/delta in an in-process
