@@ -260,21 +260,34 @@ func testMountFaults(t *testing.T, c faultCloud, ep *faultEpoch) {
 		ep.same(t, d, e)
 		idle(t, m)
 	})
-	t.Run("reset_peer", func(t *testing.T) {
-		m := mount(t, 5*time.Second, 50)
-		proxy.AddToxic(t, "reset", "reset_peer", "downstream", 1, map[string]any{"timeout": 0})
-		d, e := epochDuring(t, m, files, func() { proxy.RemoveToxic(t, "reset") })
-		ep.same(t, d, e)
-		idle(t, m)
-	})
-	t.Run("throttled", func(t *testing.T) {
-		m := mount(t, 5*time.Second, 50)
-		throttle.Set(-1)
-		defer throttle.Set(0)
-		d, e := epochDuring(t, m, files, func() { throttle.Set(0) })
-		ep.same(t, d, e)
-		idle(t, m)
-	})
+	// Faults on for the first requests of an epoch, healed after three:
+	// connections reset; throttling; answers that stop (attempts time out
+	// after 300 ms and are retried until the network comes back).
+	for _, f := range []struct {
+		name    string
+		timeout time.Duration
+		on, off func(*testing.T)
+	}{
+		{"reset_peer", 5 * time.Second,
+			func(t *testing.T) {
+				proxy.AddToxic(t, "reset", "reset_peer", "downstream", 1, map[string]any{"timeout": 0})
+			},
+			func(t *testing.T) { proxy.RemoveToxic(t, "reset") }},
+		{"throttled", 5 * time.Second, func(*testing.T) { throttle.Set(-1) }, func(*testing.T) { throttle.Set(0) }},
+		{"stall_healed", 300 * time.Millisecond,
+			func(t *testing.T) {
+				proxy.AddToxic(t, "stall", "timeout", "downstream", 1, map[string]any{"timeout": 0})
+			},
+			func(t *testing.T) { proxy.RemoveToxic(t, "stall") }},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			m := mount(t, f.timeout, 50)
+			f.on(t)
+			d, e := epochDuring(t, m, files, func() { f.off(t) })
+			ep.same(t, d, e)
+			idle(t, m)
+		})
+	}
 	t.Run("server_restart", func(t *testing.T) {
 		m := mount(t, 5*time.Second, 50)
 		first, errs := m.readSamples(files[:len(files)/4])
@@ -288,15 +301,6 @@ func testMountFaults(t *testing.T, c faultCloud, ep *faultEpoch) {
 			rest[f] = b
 		}
 		ep.same(t, rest, errs)
-		idle(t, m)
-	})
-	t.Run("stall_healed", func(t *testing.T) {
-		// Answers stop mid-epoch; attempts time out after 300 ms and are
-		// retried until the network comes back.
-		m := mount(t, 300*time.Millisecond, 50)
-		proxy.AddToxic(t, "stall", "timeout", "downstream", 1, map[string]any{"timeout": 0})
-		d, e := epochDuring(t, m, files, func() { proxy.RemoveToxic(t, "stall") })
-		ep.same(t, d, e)
 		idle(t, m)
 	})
 	t.Run("stall_kept", func(t *testing.T) {
