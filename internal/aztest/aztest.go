@@ -333,3 +333,18 @@ func WriteError(w http.ResponseWriter, r *http.Request, status int, code, messag
 		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="utf-8"?><Error><Code>` + code + `</Code><Message>` + message + `</Message></Error>`))
 	}
 }
+
+// ClearEnv empties the Azure credential chain's environment for the test
+// (and the child processes it starts): no connection string, account, key,
+// SAS token or service principal, and an empty Azure CLI configuration,
+// so that no login of the machine's user answers for a test.
+func ClearEnv(t testing.TB) {
+	t.Helper()
+	for _, v := range []string{"AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT",
+		"AZURE_STORAGE_KEY", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN",
+		"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "AZURE_CONFIG_DIR"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	t.Setenv("AZURE_CONFIG_DIR", t.TempDir())
+}
