@@ -1,6 +1,10 @@
 // Package aztest runs Azurite, the Azure Storage emulator (npm package
 // azurite, Blob service only), on a free loopback port for tests and
-// benchmarks, and fills it: containers, blobs, whole local tables.
+// benchmarks, and fills it: containers, blobs, whole local tables. Fake
+// puts Azurite (on disk) behind an in-process front that fault middleware
+// can wrap and that restarts with it, as s3test.Fake and gcstest.Fake do
+// for their servers; WriteError answers as the Blob service does when it
+// throttles or fails; ClearEnv empties the Azure credential chain.
 //
 // Azurite is found as $AZURITE_BLOB, else azurite-blob on PATH, else under
 // ${XDG_CACHE_HOME:-~/.cache}/deltafs-azurite, where scripts/ensure-deps.sh
