@@ -27,14 +27,7 @@ import (
 // it at endpoint through a connection string (unless endpoint is "").
 func azEnv(t *testing.T, endpoint string) {
 	t.Helper()
-	for _, v := range []string{"AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT",
-		"AZURE_STORAGE_KEY", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN",
-		"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "AZURE_CONFIG_DIR"} {
-		t.Setenv(v, "")
-		os.Unsetenv(v)
-	}
-	// No Azure CLI login of the machine's user may answer for the tests.
-	t.Setenv("AZURE_CONFIG_DIR", t.TempDir())
+	aztest.ClearEnv(t)
 	if endpoint != "" {
 		t.Setenv("AZURE_STORAGE_CONNECTION_STRING", aztest.ConnString(endpoint))
 	}

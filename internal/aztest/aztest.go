@@ -1,6 +1,10 @@
 // Package aztest runs Azurite, the Azure Storage emulator (npm package
 // azurite, Blob service only), on a free loopback port for tests and
-// benchmarks, and fills it: containers, blobs, whole local tables.
+// benchmarks, and fills it: containers, blobs, whole local tables. Fake
+// puts Azurite (on disk) behind an in-process front that fault middleware
+// can wrap and that restarts with it, as s3test.Fake and gcstest.Fake do
+// for their servers; WriteError answers as the Blob service does when it
+// throttles or fails; ClearEnv empties the Azure credential chain.
 //
 // Azurite is found as $AZURITE_BLOB, else azurite-blob on PATH, else under
 // ${XDG_CACHE_HOME:-~/.cache}/deltafs-azurite, where scripts/ensure-deps.sh
@@ -13,8 +17,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net/http"
-	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
 	"os"
@@ -23,7 +28,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -260,40 +264,91 @@ func Upload(ctx context.Context, endpoint, containerName, prefix, localDir strin
 	})
 }
 
-// ErrorProxy is an HTTP reverse proxy on 127.0.0.1 in front of an Azurite
-// endpoint that answers the first N requests (every one for N < 0) with an
-// Azure error (status, and the code in x-ms-error-code and the body), as
-// the Blob service does when it throttles (503 ServerBusy).
-type ErrorProxy struct {
-	Endpoint string       // http://127.0.0.1:PORT/devstoreaccount1
-	Answered atomic.Int64 // requests answered with the error
-	srv      *httptest.Server
+// Fake is Azurite with its data on disk behind an in-process front: a
+// reverse proxy on a loopback listener whose handler a test may wrap
+// (faults: cloudtest.ErrorSwitch with WriteError, cloudtest.Staller), like
+// s3test.Fake and gcstest.Fake. Stop and Start restart both, on the same
+// addresses and with the same blobs, like a server that goes away and
+// comes back.
+type Fake struct {
+	Endpoint string // the account's Blob service URL through the front: http://127.0.0.1:PORT/devstoreaccount1
+	Server   *Server
+
+	*cloudtest.Loopback // the front: Addr, OpenConns (connections to the front)
+	tr                  *http.Transport
 }
 
-// StartErrorProxy starts an ErrorProxy; t.Cleanup stops it.
-func StartErrorProxy(t testing.TB, upstream string, n int64, status int, code string) *ErrorProxy {
+// NewFake starts Azurite (on disk) and its front; wrap, if not nil, wraps
+// the front's handler. t.Cleanup stops both.
+func NewFake(t testing.TB, wrap func(http.Handler) http.Handler) *Fake {
 	t.Helper()
-	u, err := url.Parse(upstream)
+	srv := Start(t, Options{OnDisk: true})
+	u, err := url.Parse(srv.Endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
-	p := &ErrorProxy{}
-	var seen atomic.Int64
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if n < 0 || seen.Add(1) <= n {
-			p.Answered.Add(1)
-			w.Header().Set("x-ms-error-code", code)
-			w.Header().Set("Content-Type", "application/xml")
-			w.WriteHeader(status)
-			if r.Method != http.MethodHead {
-				_, _ = w.Write([]byte(`<?xml version="1.0" encoding="utf-8"?><Error><Code>` + code + `</Code><Message>aztest</Message></Error>`))
-			}
-			return
-		}
-		rp.ServeHTTP(w, r)
-	}))
-	t.Cleanup(p.srv.Close)
-	p.Endpoint = p.srv.URL + u.Path
-	return p
+	// No keep-alive to Azurite: no idle connection (and its goroutines)
+	// outlives a request, and none goes stale across a restart.
+	tr := &http.Transport{DisableKeepAlives: true}
+	rp.Transport = tr
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	var h http.Handler = rp
+	if wrap != nil {
+		h = wrap(h)
+	}
+	ln, err := cloudtest.Listen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &Fake{Server: srv, Loopback: cloudtest.ServeLoopback(ln, h), tr: tr}
+	f.Endpoint = "http://" + f.Addr + u.Path
+	t.Cleanup(f.Stop)
+	return f
+}
+
+// Stop stops the front, then Azurite.
+func (f *Fake) Stop() {
+	f.Loopback.Stop()
+	f.tr.CloseIdleConnections()
+	f.Server.Stop()
+}
+
+// Start restarts Azurite, then the front.
+func (f *Fake) Start(t testing.TB) {
+	t.Helper()
+	f.Server.mu.Lock()
+	stopped := f.Server.cmd == nil
+	f.Server.mu.Unlock()
+	if stopped {
+		f.Server.Restart(t)
+	}
+	f.Loopback.Start(t)
+}
+
+// WriteError writes a Blob service error answer: status, the code in
+// x-ms-error-code and in the body (none for HEAD), as the service does
+// when it throttles (503 ServerBusy).
+func WriteError(w http.ResponseWriter, r *http.Request, status int, code, message string) {
+	w.Header().Set("x-ms-error-code", code)
+	w.Header().Set("Content-Type", "application/xml")
+	w.WriteHeader(status)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write([]byte(`<?xml version="1.0" encoding="utf-8"?><Error><Code>` + code + `</Code><Message>` + message + `</Message></Error>`))
+	}
+}
+
+// ClearEnv empties the Azure credential chain's environment for the test
+// (and the child processes it starts): no connection string, account, key,
+// SAS token or service principal, and an empty Azure CLI configuration,
+// so that no login of the machine's user answers for a test.
+func ClearEnv(t testing.TB) {
+	t.Helper()
+	for _, v := range []string{"AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_ACCOUNT_NAME", "AZURE_STORAGE_ACCOUNT",
+		"AZURE_STORAGE_KEY", "AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_SAS_TOKEN",
+		"AZURE_CLIENT_ID", "AZURE_TENANT_ID", "AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "AZURE_CONFIG_DIR"} {
+		t.Setenv(v, "")
+		os.Unsetenv(v)
+	}
+	t.Setenv("AZURE_CONFIG_DIR", t.TempDir())
 }

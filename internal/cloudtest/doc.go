@@ -3,8 +3,10 @@
 // in-process Toxiproxy between a client and a server for network faults
 // (Proxy), the goroutine leak check (CheckGoroutines), a loopback HTTP
 // server that stops and restarts on the same address and counts its open
-// connections (Loopback), the upload walk over a local table directory
-// (WalkFiles), and what a child process needs (FreePort, OutputBuffer,
-// StopGroup).
+// connections (Loopback), fault middleware for any fake's handler (an
+// ErrorSwitch answering with the cloud's throttling or server error, a
+// Staller stopping bodies mid-way), the upload walk over a local table
+// directory (WalkFiles), and what a child process needs (FreePort,
+// OutputBuffer, StopGroup).
 // It knows nothing of any cloud.
 package cloudtest

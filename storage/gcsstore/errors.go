@@ -208,8 +208,9 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 		case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
 			e.Reason = fmt.Sprintf("request timed out (limit %v per attempt)", s.opts.RequestTimeout)
 			// Not the caller's context expiring: upper layers take that
-			// for an interrupted request.
-			e.Err, e.quiet = nil, true
+			// for an interrupted request. Still a timeout to them (the
+			// mount logs "storage timed out"), as with the other stores.
+			e.Err, e.quiet = remote.Timeout{Msg: e.Reason}, true
 		case strings.Contains(msg, "connection reset") || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 			e.Reason = "connection lost (reset or closed by the server)"
 		default:

@@ -2,22 +2,19 @@ package gcsstore_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/deltafs/deltafs/internal/gcstest"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/gcsstore"
+	"github.com/deltafs/deltafs/storage/storagetest"
 )
-
-var bucketSeq atomic.Int64
 
 // newBucket creates a fresh bucket on f.
 func newBucket(f *gcstest.Fake) string {
-	b := fmt.Sprintf("deltafs-test-%d", bucketSeq.Add(1))
+	b := storagetest.UniqueName()
 	f.CreateBucket(b)
 	return b
 }
@@ -35,21 +32,10 @@ func testOptions(endpoint string) gcsstore.Options {
 
 func open(t testing.TB, location string, o gcsstore.Options) *gcsstore.Store {
 	t.Helper()
-	st, err := gcsstore.NewWithOptions(context.Background(), location, o)
-	if err != nil {
-		t.Fatalf("open %s: %v", location, err)
-	}
-	t.Cleanup(func() {
-		if s := st.Stats(); s.InFlight != 0 {
-			t.Errorf("%d requests still hold a concurrency slot", s.InFlight)
-		}
-		st.Close()
+	return storagetest.OpenRemote(t, location, func(ctx context.Context, loc string) (*gcsstore.Store, error) {
+		return gcsstore.NewWithOptions(ctx, loc, o)
 	})
-	return st
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxT: see storagetest.Ctx.
+func ctxT(t testing.TB) context.Context { return storagetest.Ctx(t) }

@@ -2,9 +2,7 @@ package s3store_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,14 +13,13 @@ import (
 	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/s3store"
+	"github.com/deltafs/deltafs/storage/storagetest"
 )
-
-var bucketSeq atomic.Int64
 
 // newBucket creates a fresh bucket on endpoint.
 func newBucket(t testing.TB, endpoint string) string {
 	t.Helper()
-	b := fmt.Sprintf("deltafs-test-%d-%d", time.Now().UnixNano()%1e6, bucketSeq.Add(1))
+	b := storagetest.UniqueName()
 	s3test.CreateBucket(t, endpoint, b)
 	return b
 }
@@ -41,24 +38,13 @@ func testOptions(endpoint string) s3store.Options {
 
 func open(t testing.TB, location string, o s3store.Options) *s3store.Store {
 	t.Helper()
-	st, err := s3store.NewWithOptions(context.Background(), location, o)
-	if err != nil {
-		t.Fatalf("open %s: %v", location, err)
-	}
-	t.Cleanup(func() {
-		if s := st.Stats(); s.InFlight != 0 {
-			t.Errorf("%d requests still hold a concurrency slot", s.InFlight)
-		}
-		st.Close()
+	return storagetest.OpenRemote(t, location, func(ctx context.Context, loc string) (*s3store.Store, error) {
+		return s3store.NewWithOptions(ctx, loc, o)
 	})
-	return st
 }
 
-func ctxT(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	return ctx
-}
+// ctxT: see storagetest.Ctx.
+func ctxT(t testing.TB) context.Context { return storagetest.Ctx(t) }
 
 // checkGoroutines: see cloudtest.CheckGoroutines.
 func checkGoroutines(t *testing.T) { cloudtest.CheckGoroutines(t) }

@@ -5,6 +5,13 @@
 // put and put-if-absent (also under a race); not-exist errors; keys with
 // characters that need escaping.
 //
+// RunFaults (faults.go) is the object stores' fault suite: a backend
+// behind Toxiproxy and fault middleware (latency, resets, bodies cut or
+// stalled, answers that never come, a server restart, throttling and
+// server errors) returns the true bytes once a fault clears, or fails in
+// bounded time with one line when it stays. OpenRemote, Ctx and
+// UniqueName are the helpers the backends' tests share.
+//
 // It also holds Mem (mem.go), a backend in memory that passes Run, for the
 // tests of packages that read or write tables through storage.Storage
 // (snapshot, writer): objects set with chosen modification times, reads
