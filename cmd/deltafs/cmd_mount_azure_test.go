@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
