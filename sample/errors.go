@@ -4,7 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strings"
+	"regexp"
 )
 
 // ErrNotExist is returned for names that are not in a version or shard.
@@ -25,15 +25,15 @@ func (e *FileError) Error() string {
 }
 
 // withoutName drops the "FILE: " prefixes lower layers put in a cause (the
-// storage key, the path as the log spells it), which the error names once
-// already.
+// storage key, the path as the log spells it, or the object's whole
+// location, s3://bucket/table/FILE), which the error names once already.
 func withoutName(cause, path string) string {
 	names := []string{path}
 	if p, err := url.PathUnescape(path); err == nil && p != path {
 		names = append(names, p)
 	}
 	for _, n := range names {
-		cause = strings.ReplaceAll(cause, n+": ", "")
+		cause = regexp.MustCompile(`(^|\s)(\S*/)?`+regexp.QuoteMeta(n)+`: `).ReplaceAllString(cause, "$1")
 	}
 	return cause
 }
