@@ -342,6 +342,11 @@ func testMountFaults(t *testing.T, c faultCloud, ep *faultEpoch) {
 		if c.secret != "" && strings.Contains(line, c.secret) {
 			t.Fatalf("the log holds the secret key: %s", line)
 		}
+		// One line naming the table once: "TABLE version 0: data file ...".
+		_, cause, _ := strings.Cut(line, `err="`)
+		if table, _, ok := strings.Cut(cause, " version 0: "); !ok || table == "" || strings.Count(cause, table) != 1 {
+			t.Fatalf("the error does not name the table once, first: %s", line)
+		}
 		t.Logf("EIO after %v; log: %s", el.Round(time.Millisecond), line)
 		// Still stalled: what needs no request keeps working.
 		if ents, err := os.ReadDir(m.shard()); err != nil || len(ents) != len(files)+1 {
