@@ -161,12 +161,19 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	var re *oauth2.RetrieveError
 	var ce remote.Closed
 	var ve vendedError
+	var ue *remote.Unreachable
 	switch {
 	case errors.As(err, &ve):
 		// The catalog's word (revoked, expired and not renewed) says it
 		// all; the SDK's wrapping would only repeat it.
 		e.Op, e.Reason, e.Attempts, e.Err = "", oneLineString(ve.Error()), 0, ve
 		e.Permanent, e.tableWide, e.quiet = true, true, true
+	case errors.As(err, &ue):
+		// The message says it all: the endpoint, since when, why, and
+		// that it is being probed. Not Permanent: it passes when the
+		// endpoint answers again.
+		e.Op, e.Reason, e.Attempts, e.Err = "", ue.Error(), 0, ue
+		e.tableWide, e.quiet = true, true
 	case (s.life.Err() != nil || errors.As(err, &ce)) && ctx.Err() == nil:
 		e.Reason = "request abandoned: the store was closed"
 		e.Permanent, e.quiet, e.Err = true, true, nil
