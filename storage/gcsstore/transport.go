@@ -2,7 +2,6 @@ package gcsstore
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -96,17 +95,19 @@ func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
 // operation's bound, Close, the SDK closing a reader), which says nothing
 // about the endpoint. The meter runs inside the http.Client: when the
 // client's Timeout (RequestTimeout) cuts an attempt, the transport only
-// sees its own context expire, and that is a remote.Timeout.
+// sees its request cancelled ("request canceled", or its context's
+// deadline, which the client set), and that is a remote.Timeout.
 func (s *Store) attemptFailure(ctx context.Context, op *remote.Op, err error) error {
-	switch {
-	case s.life.Err() != nil || (op != nil && op.Ended()):
+	if s.life.Err() != nil || op == nil || op.Ended() {
 		return nil
-	case ctx.Err() == nil:
-		return err
-	case op != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
 		return remote.Timeout{Msg: err.Error()}
 	}
-	return nil
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
 }
 
 // probe is one attempt of a one-key list of the table (ctx marks it as
