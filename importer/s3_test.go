@@ -19,6 +19,7 @@ import (
 	"github.com/deltafs/deltafs/internal/snaptest"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/s3store"
 	"github.com/deltafs/deltafs/writer"
 )
@@ -28,8 +29,7 @@ func openS3(t *testing.T, endpoint, location string) storage.Storage {
 	st, err := s3store.NewWithOptions(context.Background(), location, s3store.Options{
 		S3Options:   storage.S3Options{Endpoint: endpoint, PathStyle: true, Region: s3test.Region},
 		Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, ""),
-		MaxBackoff:  20 * time.Millisecond,
-		Logger:      slog.New(slog.DiscardHandler),
+		Tuning:      remote.Tuning{MaxBackoff: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/s3store"
 )
 
@@ -26,7 +27,7 @@ func TestOpenS3TableWideErrors(t *testing.T) {
 		st, err := s3store.NewWithOptions(context.Background(), loc, s3store.Options{
 			S3Options:   storage.S3Options{Endpoint: endpoint, PathStyle: true, Region: s3test.Region},
 			Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, ""),
-			MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond,
+			Tuning:      remote.Tuning{MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond},
 		})
 		if err != nil {
 			t.Fatal(err)

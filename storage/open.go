@@ -60,6 +60,10 @@ type AzureOptions struct {
 	// MaxAttempts bounds the attempts of one request, the first included
 	// (0: the backend's default).
 	MaxAttempts int
+	// DownAfter is how long attempts may fail to reach the endpoint before
+	// it is declared down and requests fail at once until it answers
+	// again (0: the backend's default; negative: never).
+	DownAfter time.Duration
 }
 
 // GCSOptions are the flags for gs:// locations (see the GCS backend).
@@ -75,6 +79,10 @@ type GCSOptions struct {
 	// MaxAttempts bounds the attempts of one request, the first included
 	// (0: the backend's default).
 	MaxAttempts int
+	// DownAfter is how long attempts may fail to reach the endpoint before
+	// it is declared down and requests fail at once until it answers
+	// again (0: the backend's default; negative: never).
+	DownAfter time.Duration
 }
 
 // Opener opens a location with a URL scheme, such as s3://.

@@ -20,9 +20,9 @@ import (
 type Options struct {
 	// Location is the table: a local path or a URL (s3://bucket/path).
 	Location string
-	// Storage configures the store of Location: for S3, the endpoint,
-	// the request timeout, the retries and the circuit breaker
-	// (S3Options.DownAfter).
+	// Storage configures the store of Location: for each cloud, the
+	// endpoint, the request timeout, the retries and the circuit breaker
+	// (DownAfter).
 	Storage storage.Options
 	// Store, when set, is read instead of opening Location (tests,
 	// benchmarks); Close closes it when it is an io.Closer.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,18 +13,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/aztest"
 	"github.com/deltafs/deltafs/internal/cloudtest"
-
+	"github.com/deltafs/deltafs/internal/gcstest"
 	"github.com/deltafs/deltafs/internal/mounttest"
 	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/internal/testkit"
 )
 
-// An S3 endpoint that is gone (connection refused) or silent (accepts
-// connections, never answers), met by the real binary: a mount's uncached
-// samples fail with EIO (never ECONNREFUSED or another network errno),
-// each with a log line; once the endpoint is declared down they fail at
-// once; when it is back they read the true bytes again without a remount;
+// An endpoint (S3, Azure, GCS) that is gone (connection refused) or
+// silent (accepts connections, never answers), met by the real binary: a
+// mount's uncached samples fail with EIO (never ECONNREFUSED or another
+// network errno), each with a log line; once the endpoint is declared down
+// they fail at once; when it is back they read the true bytes again without a remount;
 // an unmount with reads stuck on it is prompt; and log, cat and mount say
 // within seconds what they are waiting for and fail with one line in a
 // bounded time.
@@ -128,14 +130,50 @@ func waitLog(t *testing.T, m *mounttest.Mount, d time.Duration, level string, su
 	}
 }
 
-// TestMountS3EndpointDown: dead (the server stopped: connection refused)
-// and silent (Toxiproxy's timeout toxic: nothing comes back) endpoints
-// under a mount of the real binary.
-func TestMountS3EndpointDown(t *testing.T) {
+// downCloud is the table of a downTable on one cloud's test server
+// (gofakes3, Azurite, fake-gcs-server), reached by the mount only through
+// a Toxiproxy: stopping the proxy is a dead endpoint (connection
+// refused), its timeout toxic a silent one (accepts, never answers).
+type downCloud struct {
+	name    string // the backend's name in log lines: s3, azure, gcs
+	loc     string // the table's location
+	proxy   *cloudtest.Proxy
+	flags   []string // reach the proxy (credentials are in the environment)
+	timeout string   // the flag bounding one attempt
+	secret  string   // in no log line ("": none)
+}
+
+// downClouds uploads the table to each cloud's server, with a proxy in
+// front, and sets the environment of the mounts (credentials).
+func downClouds(t *testing.T, tab *downTable) []downCloud {
+	t.Helper()
+	s3p := cloudtest.StartProxy(t, tab.fake.Endpoint)
+
+	az := aztest.Start(t, aztest.Options{})
+	aztest.CreateContainer(t, az.Endpoint, "train", false)
+	aztest.UploadDir(t, az.Endpoint, "train", "mnist", tab.local)
+	azp := cloudtest.StartProxy(t, strings.TrimSuffix(az.Endpoint, "/"+aztest.Account))
+	azEnv(t, azp.Endpoint+"/"+aztest.Account)
+
+	gcstest.Env(t)
+	gf := gcstest.NewFake(t, nil)
+	gcstest.UploadDir(t, gf, "train", "mnist", tab.local)
+	gp := cloudtest.StartProxy(t, gf.Endpoint)
+
+	return []downCloud{
+		{"s3", downLoc, s3p, s3Flags(s3p.Endpoint), "--s3-timeout", s3test.SecretKey},
+		{"azure", "az://train/mnist", azp, nil, "--azure-timeout", aztest.Key},
+		{"gcs", "gs://train/mnist", gp, []string{"--gcs-endpoint", gp.Endpoint, "--gcs-anonymous"}, "--gcs-timeout", ""},
+	}
+}
+
+// TestMountEndpointDown: dead (the proxy stopped: connection refused) and
+// silent (Toxiproxy's timeout toxic: nothing comes back) endpoints of S3,
+// Azure and GCS under a mount of the real binary.
+func TestMountEndpointDown(t *testing.T) {
 	mounttest.RequireFUSE(t)
 	bin := mounttest.Binary(t)
 	tab := newDownTable(t)
-	proxy := cloudtest.StartProxy(t, tab.fake.Endpoint)
 	flags := []string{"--image", "28x28", "--cache-dir", "none"}
 
 	ref := mounttest.Start(t, bin, tab.local, flags...)
@@ -145,115 +183,130 @@ func TestMountS3EndpointDown(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for _, tc := range []struct {
-		name     string
-		endpoint string
-		args     []string
-		cause    string
-		down     func(t *testing.T)
-		up       func(t *testing.T)
-	}{
-		{"dead", tab.fake.Endpoint, []string{"--s3-down-after", "2s"}, "connection refused",
-			func(t *testing.T) { tab.fake.Stop() }, func(t *testing.T) { tab.fake.Start(t) }},
-		{"silent", proxy.Endpoint, []string{"--s3-timeout", "1s", "--s3-down-after", "2s"}, "no answer within 1s",
-			func(t *testing.T) {
-				proxy.AddToxic(t, "silent", "timeout", "downstream", 1, map[string]any{"timeout": 0})
-			},
-			func(t *testing.T) { proxy.RemoveToxic(t, "silent") }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			m := mounttest.Start(t, bin, downLoc, append(append(flags, tc.args...), s3Flags(tc.endpoint)...)...)
-			sd := filepath.Join(m.Dir, "version", "0", "shard", "0")
-			if b, err := os.ReadFile(filepath.Join(sd, samples[0])); err != nil || !bytes.Equal(b, want[samples[0]]) {
-				t.Fatalf("before the fault: %v", err)
-			}
-			tc.down(t)
-			isUp := false
-			defer func() {
-				if !isUp {
-					tc.up(t)
-				}
-			}()
+	for _, cl := range downClouds(t, tab) {
+		for _, tc := range []struct {
+			name  string
+			args  []string
+			cause string
+			down  func(t *testing.T)
+			up    func(t *testing.T)
+		}{
+			{"dead", []string{"--down-after", "2s"}, "connection refused",
+				func(t *testing.T) { cl.proxy.Stop() }, func(t *testing.T) { cl.proxy.Start(t) }},
+			{"silent", []string{cl.timeout, "1s", "--down-after", "2s"}, "no answer within 1s",
+				func(t *testing.T) {
+					cl.proxy.AddToxic(t, "silent", "timeout", "downstream", 1, map[string]any{"timeout": 0})
+				},
+				func(t *testing.T) { cl.proxy.RemoveToxic(t, "silent") }},
+		} {
+			t.Run(cl.name+"/"+tc.name, func(t *testing.T) {
+				testMountDown(t, bin, cl, append(append(append([]string{}, flags...), tc.args...), cl.flags...),
+					tc.cause, tc.down, tc.up, samples, want)
+			})
+		}
+	}
+}
 
-			// Samples of data files 1..7 were never read: each needs the
-			// endpoint.
-			uncached := samples[50:]
-			check := func(s string, err error) {
-				t.Helper()
-				if !errors.Is(err, syscall.EIO) {
-					var errno syscall.Errno
-					errors.As(err, &errno)
-					t.Fatalf("%s with the endpoint %s: %v (errno %d), want EIO", s, tc.name, err, errno)
-				}
-			}
-			_, err, el := readBounded(t, filepath.Join(sd, uncached[0]), time.Minute)
-			check(uncached[0], err)
-			t.Logf("first uncached read: EIO after %v", el.Round(time.Millisecond))
-			waitLog(t, m, 30*time.Second, "WARN", "s3: the endpoint is unreachable", "endpoint="+tc.endpoint)
+// testMountDown mounts cl's table, takes its endpoint down, checks that
+// uncached samples fail with EIO (at once once the endpoint is declared
+// down), with one log line each and one warning, then brings it back and
+// checks that every sample reads its true bytes again, without a remount.
+func testMountDown(t *testing.T, bin string, cl downCloud, args []string, cause string, down, up func(t *testing.T), samples []string, want map[string][]byte) {
+	m := mounttest.Start(t, bin, cl.loc, args...)
+	sd := filepath.Join(m.Dir, "version", "0", "shard", "0")
+	if b, err := os.ReadFile(filepath.Join(sd, samples[0])); err != nil || !bytes.Equal(b, want[samples[0]]) {
+		t.Fatalf("before the fault: %v\n%s", err, m.Log())
+	}
+	down(t)
+	isUp := false
+	defer func() {
+		if !isUp {
+			up(t)
+		}
+	}()
 
-			// Down: 100 uncached reads fail at once (each would otherwise
-			// pay its retries: seconds).
-			start := time.Now()
-			for i := range 100 {
-				s := uncached[1+i*3]
-				_, err, _ := readBounded(t, filepath.Join(sd, s), time.Minute)
-				check(s, err)
-			}
-			el = time.Since(start)
-			if el > 30*time.Second {
-				t.Errorf("100 reads while the endpoint is down took %v: they do not fail fast", el)
-			}
-			t.Logf("100 reads while down: EIO in %v", el.Round(time.Millisecond))
-			log := m.Log()
-			for _, s := range []string{uncached[0], uncached[1], uncached[298]} {
-				lines := logLines(log, "ERROR", `msg="I/O error"`, s)
-				if len(lines) == 0 || !strings.Contains(lines[0], "version 0") || !strings.Contains(lines[0], "part-0000") || !strings.Contains(lines[0], downLoc) {
-					t.Fatalf("no log line naming %s, version 0, its data file and the table:\n%s", s, log)
-				}
-				if !strings.Contains(lines[len(lines)-1], "unreachable since") || !strings.Contains(lines[len(lines)-1], tc.cause) {
-					t.Errorf("the log line of %s does not say the endpoint is unreachable and why: %s", s, lines[len(lines)-1])
-				}
-			}
-			if n := len(logLines(log, "WARN", "s3: the endpoint is unreachable")); n != 1 {
-				t.Errorf("%d warnings that the endpoint is down, want 1", n)
-			}
-			if n := len(logLines(log, "INFO", "s3:", "op=")); n == 0 || n > 2 {
-				t.Errorf("%d info lines about retries and waits, want 1 or 2 (one of each at most per minute):\n%s", n, log)
-			}
-			if strings.Contains(log, s3test.SecretKey) {
-				t.Fatal("the log holds the secret key")
-			}
+	// Samples of data files 1..7 were never read: each needs the
+	// endpoint.
+	uncached := samples[50:]
+	check := func(s string, err error) {
+		t.Helper()
+		if !errors.Is(err, syscall.EIO) {
+			var errno syscall.Errno
+			errors.As(err, &errno)
+			t.Fatalf("%s with the endpoint down: %v (errno %d), want EIO", s, err, errno)
+		}
+	}
+	_, err, el := readBounded(t, filepath.Join(sd, uncached[0]), time.Minute)
+	check(uncached[0], err)
+	t.Logf("first uncached read: EIO after %v", el.Round(time.Millisecond))
+	warn := cl.name + ": the endpoint is unreachable"
+	waitLog(t, m, 30*time.Second, "WARN", warn, "endpoint="+cl.proxy.Endpoint)
 
-			// Back: reads succeed again, with the true bytes, no remount.
-			tc.up(t)
-			isUp = true
-			start = time.Now()
-			for {
-				b, err, _ := readBounded(t, filepath.Join(sd, uncached[len(uncached)-1]), time.Minute)
-				if err == nil {
-					if !bytes.Equal(b, want[uncached[len(uncached)-1]]) {
-						t.Fatal("wrong bytes after the endpoint came back")
-					}
-					break
-				}
-				check(uncached[len(uncached)-1], err)
-				if time.Since(start) > 30*time.Second {
-					t.Fatalf("reads still fail 30 s after the endpoint came back: %v", err)
-				}
-				time.Sleep(100 * time.Millisecond)
+	// Down: 100 uncached reads fail at once (each would otherwise pay its
+	// retries: seconds).
+	start := time.Now()
+	for i := range 100 {
+		s := uncached[1+i*3]
+		_, err, el := readBounded(t, filepath.Join(sd, s), time.Minute)
+		check(s, err)
+		if el > 5*time.Second {
+			t.Errorf("%s: EIO after %v while the endpoint is down: it does not fail fast", s, el)
+		}
+	}
+	el = time.Since(start)
+	if el > 30*time.Second {
+		t.Errorf("100 reads while the endpoint is down took %v: they do not fail fast", el)
+	}
+	t.Logf("100 reads while down: EIO in %v", el.Round(time.Millisecond))
+	log := m.Log()
+	for _, s := range []string{uncached[0], uncached[1], uncached[298]} {
+		lines := logLines(log, "ERROR", `msg="I/O error"`, s)
+		if len(lines) == 0 || !strings.Contains(lines[0], "version 0") || !strings.Contains(lines[0], "part-0000") || !strings.Contains(lines[0], cl.loc) {
+			t.Fatalf("no log line naming %s, version 0, its data file and the table:\n%s", s, log)
+		}
+		if !strings.Contains(lines[len(lines)-1], "unreachable since") || !strings.Contains(lines[len(lines)-1], cause) {
+			t.Errorf("the log line of %s does not say the endpoint is unreachable and why: %s", s, lines[len(lines)-1])
+		}
+	}
+	if n := len(logLines(log, "WARN", warn)); n != 1 {
+		t.Errorf("%d warnings that the endpoint is down, want 1", n)
+	}
+	if n := len(logLines(log, "INFO", cl.name+":", "op=")); n == 0 || n > 2 {
+		t.Errorf("%d info lines about retries and waits, want 1 or 2 (one of each at most per minute):\n%s", n, log)
+	}
+	if cl.secret != "" && strings.Contains(log, cl.secret) {
+		t.Fatal("the log holds the secret key")
+	}
+
+	// Back: reads succeed again, with the true bytes, no remount.
+	up(t)
+	isUp = true
+	start = time.Now()
+	last := uncached[len(uncached)-1]
+	for {
+		b, err, _ := readBounded(t, filepath.Join(sd, last), time.Minute)
+		if err == nil {
+			if !bytes.Equal(b, want[last]) {
+				t.Fatal("wrong bytes after the endpoint came back")
 			}
-			t.Logf("reads succeed %v after the endpoint came back", time.Since(start).Round(time.Millisecond))
-			waitLog(t, m, 5*time.Second, "INFO", "s3: the endpoint answers again")
-			got := readAll(t, m.Dir, samples)
-			for _, s := range samples {
-				if !bytes.Equal(got[s], want[s]) {
-					t.Fatalf("%s: wrong bytes after the endpoint came back", s)
-				}
-			}
-			if err := m.Stop(); err != nil {
-				t.Fatalf("unmount: %v\n%s", err, m.Log())
-			}
-		})
+			break
+		}
+		check(last, err)
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("reads still fail 30 s after the endpoint came back: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("reads succeed %v after the endpoint came back", time.Since(start).Round(time.Millisecond))
+	waitLog(t, m, 5*time.Second, "INFO", cl.name+": the endpoint answers again")
+	got := readAll(t, m.Dir, samples)
+	for _, s := range samples {
+		if !bytes.Equal(got[s], want[s]) {
+			t.Fatalf("%s: wrong bytes after the endpoint came back", s)
+		}
+	}
+	if err := m.Stop(); err != nil {
+		t.Fatalf("unmount: %v\n%s", err, m.Log())
 	}
 }
 
@@ -427,6 +480,75 @@ func TestS3UnreachableCommands(t *testing.T) {
 					t.Errorf("%d info lines about retries and waits, want at most one of each:\n%s", n, out)
 				}
 				t.Logf("info after %v, failed after %v: %s", infoAt.Round(time.Millisecond), el.Round(time.Millisecond), last)
+			})
+		}
+	}
+}
+
+// TestDownAfterFlag: --down-after applies to S3, Azure and GCS, and
+// --s3-down-after, its former name, still works (with a deprecation
+// notice). Against a dead endpoint (nothing listens) with 20 retries,
+// which would take about a minute of backoff, `deltafs log` fails within
+// seconds once the endpoint is declared down; with --down-after 0 it
+// spends its retries and never says unreachable; a negative one is bad
+// usage.
+func TestDownAfterFlag(t *testing.T) {
+	bin := mounttest.Binary(t)
+	port, err := cloudtest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := fmt.Sprintf("http://127.0.0.1:%d", port)
+	s3Env(t, dead)
+	azEnv(t, dead+"/"+aztest.Account)
+	gcstest.Env(t)
+	for _, cl := range []struct {
+		name, loc string
+		flags     []string
+		retries   string
+	}{
+		{"s3", "s3://train/mnist", s3Flags(dead), "--s3-retries"},
+		{"azure", "az://train/mnist", nil, "--azure-retries"},
+		{"gcs", "gs://train/mnist", []string{"--gcs-endpoint", dead, "--gcs-anonymous"}, "--gcs-retries"},
+	} {
+		for _, tc := range []struct {
+			name  string
+			args  []string
+			code  int
+			want  []string // in the last line
+			bound time.Duration
+		}{
+			{"down-after", []string{"--down-after", "1s", cl.retries, "20"}, 1,
+				[]string{cl.loc + ": endpoint " + dead + " unreachable since", "(connection refused); retrying every 5s"}, 20 * time.Second},
+			{"s3-down-after", []string{"--s3-down-after", "1s", cl.retries, "20"}, 1,
+				[]string{cl.loc + ": endpoint " + dead + " unreachable since"}, 20 * time.Second},
+			{"never", []string{"--down-after", "0", cl.retries, "2"}, 1,
+				[]string{"connection refused", "gave up after 3 attempts"}, 30 * time.Second},
+			{"negative", []string{"--down-after", "-1s"}, 2, []string{"--down-after must not be negative"}, 10 * time.Second},
+		} {
+			t.Run(cl.name+"/"+tc.name, func(t *testing.T) {
+				start := time.Now()
+				_, stderr, code := runBin(t, bin, time.Minute, append(append([]string{"log", cl.loc}, tc.args...), cl.flags...)...)
+				el := time.Since(start)
+				last := lastLine(stderr)
+				if code != tc.code {
+					t.Fatalf("exit %d after %v, want %d:\n%s", code, el, tc.code, stderr)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(last, w) {
+						t.Errorf("error line %q: want %q", last, w)
+					}
+				}
+				if tc.name == "never" && strings.Contains(stderr, "unreachable") {
+					t.Errorf("declared down with --down-after 0:\n%s", stderr)
+				}
+				if dep := strings.Contains(stderr, "--s3-down-after has been deprecated, use --down-after"); dep != (tc.name == "s3-down-after") {
+					t.Errorf("deprecation notice %v for %s:\n%s", dep, tc.name, stderr)
+				}
+				if el > tc.bound {
+					t.Errorf("failed after %v, want within %v", el, tc.bound)
+				}
+				t.Logf("%v: %s", el.Round(time.Millisecond), last)
 			})
 		}
 	}

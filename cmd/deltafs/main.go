@@ -20,6 +20,7 @@ import (
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/azstore"
 	"github.com/deltafs/deltafs/storage/gcsstore"
+	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/s3store"
 	_ "github.com/deltafs/deltafs/storage/sharing" // PROFILE.share#share.schema.table
 	"github.com/deltafs/deltafs/table"
@@ -46,8 +47,11 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 			return usageError{fmt.Errorf("--log-level: %w", err)}
 		}
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
-		if s3Retries < 0 || global.storage.S3.Timeout < 0 || s3DownAfter < 0 {
-			return usageError{errors.New("--s3-retries, --s3-timeout and --s3-down-after must not be negative")}
+		if s3Retries < 0 || global.storage.S3.Timeout < 0 {
+			return usageError{errors.New("--s3-retries and --s3-timeout must not be negative")}
+		}
+		if downAfter < 0 {
+			return usageError{errors.New("--down-after must not be negative")}
 		}
 		if azRetries < 0 || global.storage.Azure.Timeout < 0 {
 			return usageError{errors.New("--azure-retries and --azure-timeout must not be negative")}
@@ -58,10 +62,11 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 		}
 		global.storage.GCS.MaxAttempts = gcsRetries + 1
 		global.storage.S3.MaxAttempts = s3Retries + 1
-		global.storage.S3.DownAfter = s3DownAfter
-		if s3DownAfter == 0 {
-			global.storage.S3.DownAfter = -1 // never
+		d := downAfter
+		if d == 0 {
+			d = -1 // never
 		}
+		global.storage.S3.DownAfter, global.storage.Azure.DownAfter, global.storage.GCS.DownAfter = d, d, d
 		return nil
 	},
 }
@@ -75,7 +80,10 @@ func init() {
 	pf.BoolVar(&global.storage.S3.Anonymous, "s3-anonymous", false, "send unsigned S3 requests (public buckets)")
 	pf.DurationVar(&global.storage.S3.Timeout, "s3-timeout", s3store.DefaultRequestTimeout, "S3: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
 	pf.IntVar(&s3Retries, "s3-retries", s3store.DefaultMaxAttempts-1, "S3: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
-	pf.DurationVar(&s3DownAfter, "s3-down-after", s3store.DefaultDownAfter, "S3: once requests have failed to reach the endpoint for this long (refused, reset, no answer), fail them at once, without retries, until it answers again (probed every 5s); 0: never")
+	pf.DurationVar(&downAfter, "down-after", remote.DefaultDownAfter, "S3, Azure, GCS: once requests have failed to reach the endpoint for this long (refused, reset, no answer), fail them at once, without retries, until it answers again (probed every 5s); 0: never")
+	// The S3-only name it had before Azure and GCS had a breaker.
+	pf.DurationVar(&downAfter, "s3-down-after", remote.DefaultDownAfter, "the former name of --down-after")
+	_ = pf.MarkDeprecated("s3-down-after", "use --down-after (it applies to S3, Azure and GCS)")
 	pf.StringVar(&global.storage.Catalog.Endpoint, "uc-endpoint", "", "Unity Catalog server for uc:// tables (default: UC_ENDPOINT, DATABRICKS_HOST, else ~/.databrickscfg)")
 	pf.StringVar(&global.storage.Catalog.Token, "uc-token", "", "Unity Catalog token (default: UC_TOKEN, DATABRICKS_TOKEN, else ~/.databrickscfg; prefer those: a flag shows in ps)")
 	pf.StringVar(&global.storage.Catalog.Profile, "uc-profile", "", "profile of ~/.databrickscfg for uc:// tables (default: DATABRICKS_CONFIG_PROFILE, else DEFAULT)")
@@ -91,12 +99,13 @@ func init() {
 }
 
 // s3Retries is --s3-retries (global.storage.S3.MaxAttempts minus one);
-// s3DownAfter is --s3-down-after (0, never, is DownAfter -1).
+// downAfter is --down-after, and its deprecated alias --s3-down-after (0,
+// never, is DownAfter -1 for each cloud).
 var (
-	azRetries   int // --azure-retries
-	gcsRetries  int // --gcs-retries (global.storage.GCS.MaxAttempts minus one)
-	s3Retries   int
-	s3DownAfter time.Duration
+	azRetries  int // --azure-retries
+	gcsRetries int // --gcs-retries (global.storage.GCS.MaxAttempts minus one)
+	s3Retries  int
+	downAfter  time.Duration
 )
 
 // usageError marks errors in how the command was called (exit status 2).

@@ -22,7 +22,7 @@ const storageScope = "https://storage.azure.com/.default"
 func (s *Store) connect(ctx context.Context) error {
 	vended := s.opts.Credentials != nil
 	var cs *connString
-	if v := os.Getenv("AZURE_STORAGE_CONNECTION_STRING"); v != "" && !s.opts.Anonymous && !vended {
+	if v := os.Getenv("AZURE_STORAGE_CONNECTION_STRING"); v != "" && !s.opts.AzureOptions.Anonymous && !vended {
 		c, err := parseConnString(v)
 		if err != nil {
 			return &Error{Location: s.loc, Op: "credentials", Reason: err.Error(), tableWide: true, Permanent: true}
@@ -42,7 +42,7 @@ func (s *Store) connect(ctx context.Context) error {
 			Reason: fmt.Sprintf("AZURE_STORAGE_CONNECTION_STRING is for account %s, the location names account %s", cs.account, s.account)}
 	}
 
-	endpoint := s.opts.Endpoint
+	endpoint := s.opts.AzureOptions.Endpoint
 	if endpoint == "" && cs != nil {
 		endpoint = cs.blobEndpoint
 	}
@@ -104,7 +104,7 @@ func (s *Store) connect(ctx context.Context) error {
 		s.source = "SAS vended by the catalog"
 		copts.PerRetryPolicies = append(copts.PerRetryPolicies, vendedSAS{s.opts.Credentials})
 		s.client, err = container.NewClientWithNoCredential(containerURL, copts)
-	case s.opts.Anonymous:
+	case s.opts.AzureOptions.Anonymous:
 		s.source = "anonymous (--azure-anonymous)"
 		s.client, err = container.NewClientWithNoCredential(containerURL, copts)
 	case cs != nil && cs.key != "":

@@ -112,10 +112,25 @@
 // --azure-timeout) bounds each attempt from sending the request to the
 // last byte of its body, so a stalled answer fails that attempt and is
 // retried; Options.ConnectTimeout (5 s) bounds connecting. Retries are
-// logged (the first of a minute at info level, the others at debug). A
-// read against a dead endpoint fails after about 12 s with the defaults.
-// Unlike s3store, there is no endpoint circuit breaker: each request pays
-// its own retries while the endpoint is down.
+// logged (the first of a minute at info level, the others at debug).
+//
+// # Endpoint health (fail fast while down)
+//
+// As in s3store, the store keeps one view of its endpoint for all
+// requests (remote.Health): the transport (httpClient.Do) tells it every
+// attempt's outcome. When at least two attempts in a row, with no answer
+// since the first was sent, have failed to reach the endpoint (refused,
+// reset, no connection within ConnectTimeout, no answer within
+// RequestTimeout) for Options.DownAfter (default 10 s; --down-after), the
+// endpoint is declared down: every attempt then fails at once in the
+// transport with an error the SDK's retry policy does not retry
+// (NonRetriable), and GET backoffs end at once, so a request fails with
+// "az://c/t: endpoint https://a.blob.core.windows.net unreachable since
+// 12:00:03 (connection refused); retrying every 5s" instead of paying its
+// retries (about 12 s). A probe (a one-key List Blobs) every
+// Options.ProbeInterval (5 s) notices when it answers again; any answer
+// (a 403 or 503 too) counts. One log line says it went down (warning),
+// one that it is back (info). A negative DownAfter turns this off.
 //
 // At most Options.MaxConcurrency (64) requests are in flight per store.
 // Stats counts requests by kind, retries, bytes fetched and coalesced

@@ -118,12 +118,19 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	var ne net.Error
 	var dns *net.DNSError
 	var ve vendedError
+	var ue *remote.Unreachable
 	switch {
 	case errors.As(err, &ve):
 		// The catalog's word (revoked, expired and not renewed) says it
 		// all; the SDK's wrapping would only repeat it.
 		e.Op, e.Reason, e.detail, e.Attempts, e.Err = "", s.redact(oneLine(ve.Error())), "", 0, ve
 		e.Permanent, e.tableWide = true, true
+	case errors.As(err, &ue):
+		// The message says it all: the endpoint, since when, why, and
+		// that it is being probed. Not Permanent: it passes when the
+		// endpoint answers again.
+		e.Op, e.Reason, e.detail, e.Attempts, e.Err = "", ue.Error(), "", 0, ue
+		e.tableWide = true
 	case s.life.Err() != nil && ctx.Err() == nil:
 		e.Reason, e.detail, e.Err, e.Permanent = "request abandoned: the store was closed", "", nil, true
 	case isCanceled(ctx, err) || (ctx.Err() != nil && status == 0):
@@ -136,7 +143,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	case code == "ContainerNotFound":
 		e.Reason = fmt.Sprintf("container %s does not exist%s", s.where.Container, s.inAccount())
 		e.kind, e.Permanent, e.tableWide = storage.ErrNotExist, true, true
-	case code == "ResourceNotFound" && s.opts.Anonymous:
+	case code == "ResourceNotFound" && s.opts.AzureOptions.Anonymous:
 		e.Reason = fmt.Sprintf("container %s does not exist%s or is not public (anonymous access)", s.where.Container, s.inAccount())
 		e.kind, e.Permanent, e.tableWide = storage.ErrNotExist, true, true
 	case code == "AuthenticationFailed" || code == "InvalidAuthenticationInfo":
@@ -171,7 +178,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	default:
 		e.Reason = remote.IOReason(err)
 	}
-	if status == 0 && attempts > 1 && !e.Permanent && !strings.Contains(e.Reason, "attempts") {
+	if status == 0 && attempts > 1 && !e.Permanent && ue == nil && !strings.Contains(e.Reason, "attempts") {
 		e.Reason += fmt.Sprintf("; gave up after %d attempts", attempts)
 	}
 	return e

@@ -8,6 +8,7 @@ import (
 
 	"github.com/deltafs/deltafs/internal/aztest"
 	"github.com/deltafs/deltafs/storage/azstore"
+	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )
 
@@ -23,11 +24,13 @@ func newContainer(t testing.TB, endpoint string, public bool) string {
 // connection string set by useConnString.
 func testOptions() azstore.Options {
 	return azstore.Options{
-		MaxAttempts:    4,
-		RetryDelay:     10 * time.Millisecond,
-		MaxBackoff:     20 * time.Millisecond,
-		RequestTimeout: 10 * time.Second,
-		Logger:         slog.New(slog.DiscardHandler),
+		RetryDelay: 10 * time.Millisecond,
+		Tuning: remote.Tuning{
+			MaxAttempts:    4,
+			MaxBackoff:     20 * time.Millisecond,
+			RequestTimeout: 10 * time.Second,
+			Logger:         slog.New(slog.DiscardHandler),
+		},
 	}
 }
 

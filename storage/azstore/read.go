@@ -135,7 +135,7 @@ func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *p
 		if errors.As(err, &be) {
 			st.SetCause(s.redact(describe(err)))
 		}
-		if serr := sleep(octx, s.backoff(attempt, err)); serr != nil {
+		if serr := s.health.Sleep(octx, s.backoff(attempt, err)); serr != nil {
 			s.st.CountRetries(n)
 			return res, s.classify(ctx, "GetBlob", key, serr, n)
 		}
@@ -155,20 +155,6 @@ func (s *Store) backoff(attempt int, err error) time.Duration {
 	d := s.opts.RetryDelay * time.Duration((1<<min(attempt, 20))-1)
 	d = min(d, s.opts.MaxBackoff)
 	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // getOnce is one attempt of get.

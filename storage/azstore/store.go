@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -19,7 +18,7 @@ import (
 func init() {
 	for _, scheme := range Schemes {
 		remote.Register(scheme, func(ctx context.Context, location string, opts storage.Options) (*Store, error) {
-			return NewWithOptions(ctx, location, Options{AzureOptions: opts.Azure, RequestTimeout: opts.Azure.Timeout, MaxAttempts: opts.Azure.MaxAttempts, Credentials: opts.Credentials})
+			return NewWithOptions(ctx, location, Options{AzureOptions: opts.Azure, Credentials: opts.Credentials})
 		})
 	}
 }
@@ -31,6 +30,8 @@ const (
 	DefaultMaxBackoff     = remote.DefaultMaxBackoff
 	DefaultRequestTimeout = remote.DefaultRequestTimeout
 	DefaultConnectTimeout = remote.DefaultConnectTimeout
+	DefaultDownAfter      = remote.DefaultDownAfter
+	DefaultProbeInterval  = remote.DefaultProbeInterval
 	DefaultMaxConcurrency = remote.DefaultMaxConcurrency
 	DefaultCoalesceGap    = remote.DefaultCoalesceGap
 	DefaultMaxCoalesce    = remote.DefaultMaxCoalesce
@@ -43,8 +44,15 @@ const LastCheckpointKey = remote.LastCheckpointKey
 // Options configure a Store. The zero value of every field means its
 // default.
 type Options struct {
-	// The CLI's options: endpoint, anonymous.
-	storage.AzureOptions
+	// AzureOptions are the command line's: endpoint, anonymous. Its
+	// Timeout, MaxAttempts and DownAfter apply where Tuning leaves
+	// RequestTimeout, MaxAttempts and DownAfter zero.
+	AzureOptions storage.AzureOptions
+
+	// Tuning: attempts, timeouts, the endpoint's health, concurrency,
+	// coalescing, pinning, logging. The Logger also receives the
+	// credential source (debug).
+	remote.Tuning
 
 	// Credential replaces the identity step of the chain (azidentity's
 	// DefaultAzureCredential); connection strings, keys and SAS tokens in
@@ -57,37 +65,16 @@ type Options struct {
 	// Anonymous are ignored.
 	Credentials storage.CredentialSource
 
-	// MaxAttempts bounds the attempts of one request, the first included
-	// (default 5).
-	MaxAttempts int
 	// RetryDelay and MaxBackoff shape the delay before attempt n+1:
 	// min(RetryDelay × (2^n − 1), MaxBackoff), jittered by ±20% (the
 	// SDK's formula; defaults 1 s and 4 s). A Retry-After answer is obeyed
 	// up to MaxBackoff.
-	RetryDelay, MaxBackoff time.Duration
-	// RequestTimeout bounds one attempt from sending the request to reading
-	// the last byte of its body (default 30 s).
-	RequestTimeout time.Duration
-	// ConnectTimeout bounds connecting, TCP and TLS (default 5 s).
-	ConnectTimeout time.Duration
-	// MaxConcurrency bounds the HTTP requests in flight (default 64).
-	MaxConcurrency int
-	// CoalesceGap and MaxCoalesce: see storage.Coalescing (defaults 64 KiB
-	// and 16 MiB; a negative gap merges only touching ranges).
-	CoalesceGap, MaxCoalesce int64
-	// Mutable reports keys that are never pinned (default:
-	// LastCheckpointKey only).
-	Mutable func(key string) bool
-	// Logger receives retries (the first of a minute at info level, the
-	// others at debug) and the credential source (debug); default
-	// slog.Default(). Nothing logged contains a secret.
-	Logger *slog.Logger
+	RetryDelay time.Duration
 }
 
 func (o *Options) setDefaults() {
-	remote.Tuning{MaxAttempts: &o.MaxAttempts, MaxConcurrency: &o.MaxConcurrency, MaxBackoff: &o.MaxBackoff,
-		RequestTimeout: &o.RequestTimeout, ConnectTimeout: &o.ConnectTimeout, CoalesceGap: &o.CoalesceGap,
-		MaxCoalesce: &o.MaxCoalesce, Mutable: &o.Mutable, Logger: &o.Logger}.SetDefaults()
+	o.Command(o.AzureOptions.Timeout, o.AzureOptions.MaxAttempts, o.AzureOptions.DownAfter)
+	o.SetDefaults()
 	if o.RetryDelay <= 0 {
 		o.RetryDelay = DefaultRetryDelay
 	}
@@ -108,15 +95,13 @@ type Store struct {
 	log       *slog.Logger
 	transport *http.Transport
 	sem       chan struct{}
+	health    *remote.Health
 
 	// life ends at Close: it cancels every operation in flight.
 	life context.Context
 	stop context.CancelFunc
 
 	pins remote.Pins[pin]
-
-	noticeMu   sync.Mutex
-	lastNotice time.Time
 
 	st remote.Counters
 }
@@ -127,11 +112,11 @@ var (
 	_ io.Closer           = (*Store)(nil)
 )
 
-// New opens the table at location with the CLI's options (Timeout and
-// MaxAttempts become RequestTimeout and MaxAttempts) and default tuning
-// otherwise. See NewWithOptions.
+// New opens the table at location with the CLI's options (their Timeout,
+// MaxAttempts and DownAfter become RequestTimeout, MaxAttempts and
+// DownAfter) and default tuning otherwise. See NewWithOptions.
 func New(ctx context.Context, location string, opts storage.AzureOptions) (*Store, error) {
-	return NewWithOptions(ctx, location, Options{AzureOptions: opts, RequestTimeout: opts.Timeout, MaxAttempts: opts.MaxAttempts})
+	return NewWithOptions(ctx, location, Options{AzureOptions: opts})
 }
 
 // NewWithOptions opens the table at location. It resolves the account,
@@ -153,6 +138,7 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 		sem:   make(chan struct{}, o.MaxConcurrency),
 	}
 	s.life, s.stop = context.WithCancel(context.Background())
+	s.health = remote.NewHealth(remote.HealthConfig{Name: "azure", Location: s.loc, Tuning: o.Tuning, Life: s.life, Probe: s.probe})
 	s.transport = remote.NewTransport(o.ConnectTimeout, o.MaxConcurrency)
 	if err := s.connect(ctx); err != nil {
 		s.Close()
@@ -179,10 +165,12 @@ func (s *Store) Endpoint() string  { return s.endpoint }
 func (s *Store) Client() *container.Client { return s.client }
 
 // Close ends the store: operations in flight fail at once (their
-// attempts, backoffs and body reads are cancelled), later ones fail, and
-// idle connections are closed. Close may be called more than once.
+// attempts, backoffs and body reads are cancelled), later ones fail, the
+// endpoint probe stops, and idle connections are closed. Close may be
+// called more than once.
 func (s *Store) Close() error {
 	s.stop()
+	s.health.Close()
 	s.transport.CloseIdleConnections()
 	return nil
 }
@@ -206,21 +194,3 @@ type Stats = remote.Stats
 
 // Stats returns a snapshot of the counters.
 func (s *Store) Stats() Stats { return s.st.Snapshot(s.pins.Len()) }
-
-// notice logs a line about trouble that may pass (a retry): at info level
-// once a minute, at debug level otherwise.
-func (s *Store) notice(msg string, args ...any) {
-	s.noticeMu.Lock()
-	now := time.Now()
-	info := now.Sub(s.lastNotice) >= time.Minute
-	if info {
-		s.lastNotice = now
-	}
-	s.noticeMu.Unlock()
-	args = append([]any{"location", s.loc}, args...)
-	if info {
-		s.log.Info(msg, args...)
-	} else {
-		s.log.Debug(msg, args...)
-	}
-}

@@ -4,6 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
 	"github.com/deltafs/deltafs/storage/remote"
 )
@@ -23,8 +28,10 @@ func (s *Store) withOp(ctx context.Context, op, key string) (context.Context, *o
 // httpClient is the SDK's transport (policy.Transporter): it bounds the
 // requests in flight, bounds each attempt (http.Client.Timeout covers
 // sending the request to reading the last byte of the body), counts
-// requests and attempts, and logs retries. It never logs a URL: a SAS
-// token travels in the query.
+// requests and attempts, logs retries, keeps the store's health (see
+// remote.Health: every attempt's outcome) and fails attempts at once while
+// the endpoint is down or after Close. It never logs a URL: a SAS token
+// travels in the query.
 type httpClient struct {
 	s *Store
 	c *http.Client
@@ -61,23 +68,40 @@ func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 	if s.life.Err() != nil {
 		return nil, remote.Closed{}
 	}
+	if !st.Probe {
+		// Down: fail at once, NonRetriable, so the SDK's retry policy
+		// does not retry either.
+		if err := s.health.Check(); err != nil {
+			return nil, err
+		}
+	}
 	release, err := s.st.Acquire(ctx, s.sem, nil)
 	if err != nil {
 		return nil, err
 	}
 	s.st.Count(requestKind(req))
-	if a := st.Attempts.Add(1); a > 1 {
-		s.notice("azure: a request failed; retrying", "op", st.Op, "key", st.Key,
+	if a := st.Attempts.Add(1); a > 1 && !st.Probe {
+		s.health.Notice("azure: a request failed; retrying", "op", st.Op, "key", st.Key,
 			"attempt", fmt.Sprintf("%d of %d", a, s.opts.MaxAttempts), "cause", st.Cause())
 	}
+	s.health.Sending(req.URL)
+	sent := time.Now()
 	resp, err := h.c.Do(req)
 	if err != nil {
 		release()
-		if ctx.Err() == nil {
-			st.SetCause(s.redact(describe(err)))
+		if ctx.Err() == nil { // not the caller's cancellation, nor Close
+			cause, endpoint := s.health.Failed(sent, err)
+			if !endpoint {
+				cause = s.redact(describe(err))
+			}
+			st.SetCause(cause)
+			if herr := s.health.Check(); herr != nil && !st.Probe {
+				return nil, herr // down by now: no retry
+			}
 		}
 		return resp, err
 	}
+	s.health.Answered()
 	if resp.StatusCode >= 300 {
 		c := "HTTP " + resp.Status
 		if code := resp.Header.Get("x-ms-error-code"); code != "" {
@@ -87,4 +111,14 @@ func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 	}
 	resp.Body = &remote.Body{ReadCloser: resp.Body, Release: release}
 	return resp, nil
+}
+
+// probe is one attempt of a one-key list of the table (ctx marks it as
+// the probe; httpClient.Do records its outcome).
+func (s *Store) probe(ctx context.Context) {
+	o := &container.ListBlobsFlatOptions{MaxResults: to.Ptr(int32(1))}
+	if p := s.where.Prefix; p != "" {
+		o.Prefix = &p
+	}
+	_, _ = s.client.NewListBlobsFlatPager(o).NextPage(policy.WithRetryOptions(ctx, noRetry))
 }

@@ -104,10 +104,25 @@
 // Options.ConnectTimeout (5 s) bounds connecting. Each operation is also
 // bounded as a whole by MaxAttempts × (RequestTimeout + MaxBackoff) plus
 // ConnectTimeout, so that a server that answers and then stalls every
-// body cannot keep a read reopening for ever. A dead endpoint fails a
-// command within about 15 s with the defaults. Unlike the S3 store there
-// is no endpoint circuit breaker (s3store's health.go): each request
-// spends its own attempts.
+// body cannot keep a read reopening for ever.
+//
+// # Endpoint health (fail fast while down)
+//
+// As in s3store, the store keeps one view of its endpoint for all
+// requests (remote.Health): the meter, the transport under authentication,
+// tells it every attempt's outcome (an attempt the http.Client's Timeout
+// cut is "no answer within RequestTimeout"). When at least two attempts in
+// a row, with no answer since the first was sent, have failed to reach the
+// endpoint for Options.DownAfter (default 10 s; --down-after), the
+// endpoint is declared down: every attempt then fails at once in the
+// meter, and shouldRetry, the SDK's retry decision, gives up, so a request
+// fails with "gs://b/t: endpoint https://storage.googleapis.com
+// unreachable since 12:00:03 (connection refused); retrying every 5s"
+// instead of spending its attempts (about 15 s). A probe (a one-key
+// objects.list, not retried) every Options.ProbeInterval (5 s) notices when
+// it answers again; any answer counts. One log line says it went down
+// (warning), one that it is back (info). A negative DownAfter turns this
+// off.
 //
 // # Concurrency
 //

@@ -161,12 +161,27 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	var re *oauth2.RetrieveError
 	var ce remote.Closed
 	var ve vendedError
+	var ue *remote.Unreachable
+	if !errors.As(err, &ue) && code == 0 && ctx.Err() == nil && s.life.Err() == nil {
+		// The http.Client's timeout flattens the error its transport
+		// returned (the meter's *Unreachable among them) into a string:
+		// while the endpoint is down, the health's word stands.
+		if herr := s.health.Check(); herr != nil {
+			errors.As(herr, &ue)
+		}
+	}
 	switch {
 	case errors.As(err, &ve):
 		// The catalog's word (revoked, expired and not renewed) says it
 		// all; the SDK's wrapping would only repeat it.
 		e.Op, e.Reason, e.Attempts, e.Err = "", oneLineString(ve.Error()), 0, ve
 		e.Permanent, e.tableWide, e.quiet = true, true, true
+	case ue != nil:
+		// The message says it all: the endpoint, since when, why, and
+		// that it is being probed. Not Permanent: it passes when the
+		// endpoint answers again.
+		e.Op, e.Reason, e.Attempts, e.Err = "", ue.Error(), 0, ue
+		e.tableWide, e.quiet = true, true
 	case (s.life.Err() != nil || errors.As(err, &ce)) && ctx.Err() == nil:
 		e.Reason = "request abandoned: the store was closed"
 		e.Permanent, e.quiet, e.Err = true, true, nil

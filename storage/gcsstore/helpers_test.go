@@ -9,6 +9,7 @@ import (
 	"github.com/deltafs/deltafs/internal/gcstest"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/gcsstore"
+	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )
 
@@ -22,11 +23,13 @@ func newBucket(f *gcstest.Fake) string {
 // testOptions reach endpoint without authentication, with fast retries.
 func testOptions(endpoint string) gcsstore.Options {
 	return gcsstore.Options{
-		GCSOptions:     storage.GCSOptions{Endpoint: endpoint, Anonymous: true},
-		MaxAttempts:    4,
-		MaxBackoff:     20 * time.Millisecond,
-		RequestTimeout: 10 * time.Second,
-		Logger:         slog.New(slog.DiscardHandler),
+		GCSOptions: storage.GCSOptions{Endpoint: endpoint, Anonymous: true},
+		Tuning: remote.Tuning{
+			MaxAttempts:    4,
+			MaxBackoff:     20 * time.Millisecond,
+			RequestTimeout: 10 * time.Second,
+			Logger:         slog.New(slog.DiscardHandler),
+		},
 	}
 }
 

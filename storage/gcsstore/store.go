@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	gcs "cloud.google.com/go/storage"
@@ -25,7 +24,7 @@ import (
 
 func init() {
 	remote.Register("gs", func(ctx context.Context, location string, opts storage.Options) (*Store, error) {
-		return NewWithOptions(ctx, location, Options{GCSOptions: opts.GCS, RequestTimeout: opts.GCS.Timeout, MaxAttempts: opts.GCS.MaxAttempts, Credentials: opts.Credentials})
+		return NewWithOptions(ctx, location, Options{GCSOptions: opts.GCS, Credentials: opts.Credentials})
 	})
 }
 
@@ -35,6 +34,8 @@ const (
 	DefaultMaxBackoff     = remote.DefaultMaxBackoff
 	DefaultRequestTimeout = remote.DefaultRequestTimeout
 	DefaultConnectTimeout = remote.DefaultConnectTimeout
+	DefaultDownAfter      = remote.DefaultDownAfter
+	DefaultProbeInterval  = remote.DefaultProbeInterval
 	DefaultMaxConcurrency = remote.DefaultMaxConcurrency
 	DefaultCoalesceGap    = remote.DefaultCoalesceGap
 	DefaultMaxCoalesce    = remote.DefaultMaxCoalesce
@@ -51,8 +52,15 @@ const EmulatorEnv = "STORAGE_EMULATOR_HOST"
 // Options configure a Store. The zero value of every field means its
 // default.
 type Options struct {
-	// The CLI's options: endpoint, anonymous.
-	storage.GCSOptions
+	// GCSOptions are the command line's: endpoint, anonymous. Its
+	// Timeout, MaxAttempts and DownAfter apply where Tuning leaves
+	// RequestTimeout, MaxAttempts and DownAfter zero.
+	GCSOptions storage.GCSOptions
+
+	// Tuning: attempts, timeouts, the endpoint's health, concurrency,
+	// coalescing, pinning, logging. The delay before attempt n+1 is
+	// uniform in (0, min(MaxBackoff, 2^(n-1) s)].
+	remote.Tuning
 
 	// TokenSource replaces Google's credential chain (application default
 	// credentials). Ignored with Anonymous or an emulator.
@@ -63,37 +71,11 @@ type Options struct {
 	// every request and not cached here; TokenSource, Google's chain,
 	// Anonymous and the emulator's unauthenticated mode are ignored.
 	Credentials storage.CredentialSource
-
-	// MaxAttempts bounds the attempts of one request, the first included
-	// (default 5).
-	MaxAttempts int
-	// MaxBackoff caps the jittered exponential delay between attempts
-	// (default 4 s; the delay before attempt n+1 is uniform in
-	// (0, min(MaxBackoff, 2^(n-1) s)]).
-	MaxBackoff time.Duration
-	// RequestTimeout bounds one attempt from sending the request to reading
-	// the last byte of its body (default 30 s).
-	RequestTimeout time.Duration
-	// ConnectTimeout bounds connecting, TCP and TLS (default 5 s).
-	ConnectTimeout time.Duration
-	// MaxConcurrency bounds the HTTP requests in flight (default 64).
-	MaxConcurrency int
-	// CoalesceGap and MaxCoalesce: see storage.ReadCoalesced (defaults 64 KiB
-	// and 16 MiB).
-	CoalesceGap, MaxCoalesce int64
-	// Mutable reports keys whose content may legitimately change and that
-	// are therefore never pinned (default: LastCheckpointKey only).
-	Mutable func(key string) bool
-	// Logger receives retries (the first of a minute at info level, the
-	// others at debug); default slog.Default(). Nothing logged contains
-	// credentials.
-	Logger *slog.Logger
 }
 
 func (o *Options) setDefaults() {
-	remote.Tuning{MaxAttempts: &o.MaxAttempts, MaxConcurrency: &o.MaxConcurrency, MaxBackoff: &o.MaxBackoff,
-		RequestTimeout: &o.RequestTimeout, ConnectTimeout: &o.ConnectTimeout, CoalesceGap: &o.CoalesceGap,
-		MaxCoalesce: &o.MaxCoalesce, Mutable: &o.Mutable, Logger: &o.Logger}.SetDefaults()
+	o.Command(o.GCSOptions.Timeout, o.GCSOptions.MaxAttempts, o.GCSOptions.DownAfter)
+	o.SetDefaults()
 }
 
 // Store is a Delta table under a GCS prefix. It implements storage.Storage,
@@ -110,6 +92,7 @@ type Store struct {
 	log        *slog.Logger
 	transport  *http.Transport
 	sem        chan struct{}
+	health     *remote.Health
 
 	// life ends at Close: it cancels every operation in flight.
 	life context.Context
@@ -117,16 +100,14 @@ type Store struct {
 
 	pins remote.Pins[pin]
 
-	noticeMu   sync.Mutex
-	lastNotice time.Time
-
 	st remote.Counters
 }
 
 // New opens the table at location (gs://bucket/prefix) with the CLI's
-// options and default tuning otherwise. See NewWithOptions.
+// options (their Timeout, MaxAttempts and DownAfter become RequestTimeout,
+// MaxAttempts and DownAfter) and default tuning otherwise. See NewWithOptions.
 func New(ctx context.Context, location string, opts storage.GCSOptions) (*Store, error) {
-	return NewWithOptions(ctx, location, Options{GCSOptions: opts, RequestTimeout: opts.Timeout, MaxAttempts: opts.MaxAttempts})
+	return NewWithOptions(ctx, location, Options{GCSOptions: opts})
 }
 
 // NewWithOptions opens the table at location. Unless Anonymous or an
@@ -153,12 +134,14 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 		s.loc += "/" + strings.TrimSuffix(prefix, "/")
 	}
 	s.life, s.stop = context.WithCancel(context.Background())
+	s.health = remote.NewHealth(remote.HealthConfig{Name: "gcs", Location: s.loc, Tuning: o.Tuning, Life: s.life, Probe: s.probe})
 
-	endpoint, err := s.endpointOption(o.Endpoint)
+	endpoint, err := s.endpointOption(o.GCSOptions.Endpoint)
 	if err != nil {
+		s.Close()
 		return nil, err
 	}
-	emulator := o.Endpoint == "" && os.Getenv(EmulatorEnv) != ""
+	emulator := o.GCSOptions.Endpoint == "" && os.Getenv(EmulatorEnv) != ""
 
 	s.transport = remote.NewTransport(o.ConnectTimeout, o.MaxConcurrency)
 	var rt http.RoundTripper = &meter{s: s, next: s.transport}
@@ -171,7 +154,7 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 			return nil, s.classify(ctx, "credentials", "", err, 0)
 		}
 		rt = &oauth2.Transport{Source: ts, Base: rt}
-	case !o.Anonymous && !emulator:
+	case !o.GCSOptions.Anonymous && !emulator:
 		ts, err := s.tokenSource(ctx, o.TokenSource)
 		if err != nil {
 			s.Close()
@@ -279,11 +262,15 @@ func ParseLocation(location string) (bucket, prefix string, err error) {
 func (s *Store) Location() string { return s.loc }
 
 // Close ends the store: operations in flight fail at once, later ones fail
-// with "store closed", idle connections are closed. A mount closes its
-// store as it unmounts. Close may be called more than once.
+// with "store closed", the endpoint probe stops, idle connections are
+// closed. A mount closes its store as it unmounts. Close may be called
+// more than once.
 func (s *Store) Close() error {
 	s.stop()
-	s.transport.CloseIdleConnections()
+	s.health.Close()
+	if s.transport != nil {
+		s.transport.CloseIdleConnections()
+	}
 	if s.client != nil {
 		// The SDK's Close only releases its own resources.
 		_ = s.client.Close()
@@ -311,9 +298,16 @@ func (s *Store) withOp(ctx context.Context, op, key string) (context.Context, *o
 
 // shouldRetry is the SDK's retry decision: Google's (408, 429, 5xx,
 // resets, refused connections, cut bodies) plus attempt timeouts, never
-// after Close. The first retry of a minute is logged at info level.
+// after Close nor while the endpoint is down (the probe retries). The
+// first retry of a minute is logged at info level.
 func (s *Store) shouldRetry(err error, rc *gcs.RetryContext) bool {
 	if s.life.Err() != nil || errors.Is(err, context.Canceled) || isVended(err) {
+		return false
+	}
+	// Before Google's test: the message of an *Unreachable may say
+	// "connection refused", which that test retries.
+	var ue *remote.Unreachable
+	if errors.As(err, &ue) || s.health.Check() != nil {
 		return false
 	}
 	var ne net.Error
@@ -326,26 +320,8 @@ func (s *Store) shouldRetry(err error, rc *gcs.RetryContext) bool {
 	}
 	if rc != nil && rc.Attempt < s.opts.MaxAttempts {
 		key, _ := strings.CutPrefix(rc.Object, s.prefix)
-		s.notice("gcs: a request failed; retrying", "op", rc.Operation, "key", key,
+		s.health.Notice("gcs: a request failed; retrying", "op", rc.Operation, "key", key,
 			"attempt", fmt.Sprintf("%d of %d", rc.Attempt+1, s.opts.MaxAttempts), "cause", describe(err))
 	}
 	return true
-}
-
-// notice logs trouble that may pass: at info level once a minute, else at
-// debug level.
-func (s *Store) notice(msg string, args ...any) {
-	s.noticeMu.Lock()
-	now := time.Now()
-	info := now.Sub(s.lastNotice) >= time.Minute
-	if info {
-		s.lastNotice = now
-	}
-	s.noticeMu.Unlock()
-	args = append([]any{"location", s.loc}, args...)
-	if info {
-		s.log.Info(msg, args...)
-	} else {
-		s.log.Debug(msg, args...)
-	}
 }

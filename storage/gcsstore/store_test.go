@@ -17,13 +17,14 @@ import (
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/gcsstore"
+	"github.com/deltafs/deltafs/storage/remote"
 )
 
 // authOptions reach endpoint with authentication (Google's chain, as set
 // in the environment), logging at debug level into logs.
 func authOptions(endpoint string, logs io.Writer) gcsstore.Options {
 	o := testOptions(endpoint)
-	o.Anonymous = false
+	o.GCSOptions.Anonymous = false
 	o.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return o
 }
@@ -136,7 +137,7 @@ func TestEmulatorEnv(t *testing.T) {
 	f := gcstest.NewFake(t, nil)
 	f.Put("b", "t/k", []byte("hello"))
 	t.Setenv(gcsstore.EmulatorEnv, f.Host)
-	st := open(t, "gs://b/t", gcsstore.Options{Logger: slog.New(slog.DiscardHandler)})
+	st := open(t, "gs://b/t", gcsstore.Options{Tuning: remote.Tuning{Logger: slog.New(slog.DiscardHandler)}})
 	b, err := storage.ReadAll(ctxT(t), st, "k")
 	if err != nil || string(b) != "hello" {
 		t.Fatalf("%q, %v", b, err)

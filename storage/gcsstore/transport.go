@@ -1,18 +1,24 @@
 package gcsstore
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
+
+	gcs "cloud.google.com/go/storage"
 
 	"github.com/deltafs/deltafs/storage/remote"
 )
 
 // meter is the HTTP transport under authentication: it fails requests at
-// once after Close, bounds the requests in flight (a response holds its
-// slot until its body is closed), counts requests by kind and object bytes
-// received, and attributes attempts to their operation. It never looks at
-// or logs headers (the Authorization header passes through it).
+// once after Close and while the endpoint is down, bounds the requests in
+// flight (a response holds its slot until its body is closed), counts
+// requests by kind and object bytes received, attributes attempts to their
+// operation, and tells the store's health (remote.Health) every attempt's
+// outcome. It never looks at or logs headers (the Authorization header
+// passes through it).
 type meter struct {
 	s    *Store
 	next http.RoundTripper
@@ -46,26 +52,70 @@ func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, remote.Closed{}
 	}
 	ctx := req.Context()
+	op := remote.OpOf(ctx)
+	probe := op != nil && op.Probe
+	if !probe {
+		if err := s.health.Check(); err != nil {
+			return nil, err // shouldRetry does not retry it
+		}
+	}
 	release, err := s.st.Acquire(ctx, s.sem, s.life.Done())
 	if err != nil {
 		return nil, err
 	}
-	if st := remote.OpOf(ctx); st != nil {
-		st.Attempts.Add(1)
+	if op != nil {
+		op.Attempts.Add(1)
 	}
 	kind, download := requestKind(req)
 	s.st.Count(kind)
+	s.health.Sending(req.URL)
+	sent := time.Now()
 	resp, err := m.next.RoundTrip(req)
 	if err != nil {
 		release()
+		if ferr := s.attemptFailure(ctx, op, err); ferr != nil {
+			s.health.Failed(sent, ferr)
+			if herr := s.health.Check(); herr != nil && !probe {
+				return nil, herr // down by now: no retry
+			}
+		}
 		return resp, err
 	}
+	s.health.Answered()
 	var bytes *atomic.Int64
 	if download && resp.StatusCode < 300 {
 		bytes = &s.st.Bytes
 	}
 	resp.Body = &remote.Body{ReadCloser: resp.Body, Release: release, Bytes: bytes}
 	return resp, nil
+}
+
+// attemptFailure is a failed attempt's error as the health reads it, or
+// nil when the attempt was abandoned (the caller's cancellation, the
+// operation's bound, Close, the SDK closing a reader), which says nothing
+// about the endpoint. The meter runs inside the http.Client: when the
+// client's Timeout (RequestTimeout) cuts an attempt, the transport only
+// sees its request cancelled ("request canceled", or its context's
+// deadline, which the client set), and that is a remote.Timeout.
+func (s *Store) attemptFailure(ctx context.Context, op *remote.Op, err error) error {
+	if s.life.Err() != nil || op == nil || op.Ended() {
+		return nil
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return remote.Timeout{Msg: err.Error()}
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// probe is one attempt of a one-key list of the table (ctx marks it as
+// the probe; the meter records its outcome).
+func (s *Store) probe(ctx context.Context) {
+	it := s.bucket.Retryer(gcs.WithPolicy(gcs.RetryNever)).Objects(ctx, &gcs.Query{Prefix: s.prefix})
+	it.PageInfo().MaxSize = 1
+	_, _ = it.Next()
 }
 
 // Stats are a store's counters since it was opened (s3store's and

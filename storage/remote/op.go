@@ -11,10 +11,17 @@ import (
 // latest one failed, for the retry log line and the final error.
 type Op struct {
 	Op, Key  string // for messages
-	Probe    bool   // a health probe (S3: sent while the endpoint is down)
+	Probe    bool   // a health probe, sent while the endpoint is down (see Health)
 	Attempts atomic.Int64
 	cause    atomic.Pointer[string]
+	ctx      context.Context // the operation's, from WithOp
 }
+
+// Ended reports whether the operation's context is done (the caller's
+// cancellation or deadline, the store's Close, the operation's bound): a
+// transport below an HTTP client that cut an attempt by its own timeout
+// tells that timeout from the caller's this way.
+func (o *Op) Ended() bool { return o.ctx != nil && o.ctx.Err() != nil }
 
 // SetCause records why the latest attempt failed, in words.
 func (o *Op) SetCause(c string) { o.cause.Store(&c) }
@@ -52,6 +59,7 @@ func WithOp(ctx, life context.Context, op, key string, bound time.Duration) (con
 	} else {
 		octx, cancel = context.WithCancel(ctx)
 	}
+	o.ctx = octx
 	stop := context.AfterFunc(life, cancel)
 	return octx, o, func() { stop(); cancel() }
 }

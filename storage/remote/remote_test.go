@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/deltafs/deltafs/storage"
 )
@@ -84,5 +85,28 @@ func TestMessage(t *testing.T) {
 	}
 	if errs := Unwrap(storage.ErrNotExist, nil); len(errs) != 1 || !errors.Is(errs[0], storage.ErrNotExist) {
 		t.Fatalf("Unwrap = %v", errs)
+	}
+}
+
+// The command line's values fill only what the caller's Tuning leaves
+// zero; defaults fill the rest; a negative DownAfter (never) and
+// CoalesceGap (touching ranges only) stay.
+func TestTuningDefaults(t *testing.T) {
+	tu := Tuning{MaxAttempts: 7, DownAfter: -1, CoalesceGap: -1}
+	tu.Command(3*time.Second, 2, 20*time.Second)
+	tu.SetDefaults()
+	if tu.MaxAttempts != 7 || tu.RequestTimeout != 3*time.Second || tu.DownAfter != -1 || tu.CoalesceGap != -1 {
+		t.Errorf("set fields changed: %+v", tu)
+	}
+	if tu.ProbeInterval != DefaultProbeInterval || tu.MaxBackoff != DefaultMaxBackoff || tu.ConnectTimeout != DefaultConnectTimeout ||
+		tu.MaxConcurrency != DefaultMaxConcurrency || tu.MaxCoalesce != DefaultMaxCoalesce || tu.Logger == nil ||
+		!tu.Mutable(LastCheckpointKey) || tu.Mutable("_delta_log/0.json") {
+		t.Errorf("defaults not set: %+v", tu)
+	}
+	var z Tuning
+	z.Command(0, 0, 0)
+	z.SetDefaults()
+	if z.DownAfter != DefaultDownAfter || z.MaxAttempts != DefaultMaxAttempts || z.RequestTimeout != DefaultRequestTimeout {
+		t.Errorf("zero tuning: %+v", z)
 	}
 }

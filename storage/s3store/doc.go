@@ -107,7 +107,9 @@
 //
 // # Endpoint health (fail fast while down)
 //
-// The store keeps one view of its endpoint for all requests (health.go).
+// The store keeps one view of its endpoint for all requests, a
+// remote.Health shared with the Azure and GCS stores (health.go holds what
+// is S3's: the retryer's check and the probe).
 // An attempt that gets any HTTP answer (a 403, 404 or 503 is an answer)
 // shows it up. An attempt that does not reach it (connection refused,
 // reset or closed before an answer, no connection within ConnectTimeout,
@@ -115,7 +117,7 @@
 // endpoint failure, unless it was sent before the latest answer arrived
 // (it met a broken connection, not a dead endpoint). When at least two
 // endpoint failures in a row span Options.DownAfter (default 10 s;
-// --s3-down-after), counted from the sending of the first, the endpoint is
+// --down-after), counted from the sending of the first, the endpoint is
 // declared down: every attempt, a new request or the retry of one in
 // flight, then fails at once without touching the network, instead of
 // paying its timeouts and backoff. A goroutine probes the endpoint every

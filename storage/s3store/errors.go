@@ -127,7 +127,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	e = &Error{Location: s.loc, Op: op, Key: key, Attempts: attempts, Err: err}
 	code, status := errorCode(err), httpStatus(err)
 	var se *v4.SigningError
-	var ue *unreachableError
+	var ue *remote.Unreachable
 	var ve vendedError
 	switch {
 	case errors.As(err, &ve):

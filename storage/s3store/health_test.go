@@ -17,7 +17,9 @@ import (
 	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/s3store"
+	"github.com/deltafs/deltafs/storage/storagetest"
 )
 
 // The store's health (circuit breaker): an endpoint that cannot be
@@ -386,4 +388,22 @@ func TestCloseCancelsInFlight(t *testing.T) {
 		t.Error("a read after Close sent a request")
 	}
 	st.Close() // twice is fine
+}
+
+// TestHealthSuite: the breaker suite every cloud backend passes.
+func TestHealthSuite(t *testing.T) {
+	fake := s3test.NewFake(t, nil)
+	s3test.CreateBucket(t, fake.Endpoint, "health")
+	n := 0
+	storagetest.RunHealth(t, storagetest.HealthCloud{
+		Name:   "s3",
+		Server: fake.Endpoint,
+		Open: func(t *testing.T, base string, tune remote.Tuning) storagetest.HealthStore {
+			n++
+			o := testOptions(base)
+			o.Tuning = tune
+			return open(t, fmt.Sprintf("s3://health/t%d", n), o)
+		},
+		Secrets: []string{s3test.SecretKey},
+	})
 }

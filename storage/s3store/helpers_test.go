@@ -12,6 +12,7 @@ import (
 
 	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/s3store"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )
@@ -27,12 +28,14 @@ func newBucket(t testing.TB, endpoint string) string {
 // testOptions are fast retries for tests.
 func testOptions(endpoint string) s3store.Options {
 	return s3store.Options{
-		S3Options:      storage.S3Options{Endpoint: endpoint, PathStyle: true, Region: s3test.Region},
-		Credentials:    credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, ""),
-		MaxAttempts:    4,
-		MaxBackoff:     20 * time.Millisecond,
-		RequestTimeout: 10 * time.Second,
-		Logger:         slog.New(slog.DiscardHandler),
+		S3Options:   storage.S3Options{Endpoint: endpoint, PathStyle: true, Region: s3test.Region},
+		Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, ""),
+		Tuning: remote.Tuning{
+			MaxAttempts:    4,
+			MaxBackoff:     20 * time.Millisecond,
+			RequestTimeout: 10 * time.Second,
+			Logger:         slog.New(slog.DiscardHandler),
+		},
 	}
 }
 

@@ -156,7 +156,7 @@ func TestMotoAuth(t *testing.T) {
 	t.Run("AnonymousPrivateBucket", func(t *testing.T) {
 		o := opts()
 		o.Credentials = nil
-		o.Anonymous = true
+		o.S3Options.Anonymous = true
 		// Not a put: moto answers an unsigned PUT (and LIST) with 500.
 		authFails(t, o, false, "", "access denied (check credentials")
 	})

@@ -76,7 +76,7 @@ func (s *Store) put(ctx context.Context, key string, data []byte, ifAbsent bool)
 		}
 		if ifAbsent && (code == "ConditionalRequestConflict" || status == http.StatusConflict) && try < s.opts.MaxAttempts && ctx.Err() == nil {
 			s.st.Retries.Add(1)
-			s.health.notice("s3: a conditional put met a concurrent one; retrying", "op", "PutObject", "key", key, "attempt", try+1, "cause", describe(err))
+			s.health.Notice("s3: a conditional put met a concurrent one; retrying", "op", "PutObject", "key", key, "attempt", try+1, "cause", describe(err))
 			if serr := s.sleep(ctx, try, err); serr != nil {
 				return s.classify(ctx, "PutObject", key, serr, n)
 			}

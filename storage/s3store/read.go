@@ -134,26 +134,16 @@ func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *p
 func noSDKRetry(o *s3.Options) { o.Retryer = retry.AddWithMaxAttempts(o.Retryer, 1) }
 
 // sleep waits the retryer's jittered exponential delay before attempt+1,
-// or fails at once when the endpoint is down.
+// or fails at once when the endpoint is or goes down meanwhile.
 func (s *Store) sleep(ctx context.Context, attempt int, err error) error {
-	if herr := s.health.check(); herr != nil {
+	if herr := s.health.Check(); herr != nil {
 		return herr
 	}
 	d, derr := s.retryer.RetryDelay(attempt, err)
 	if derr != nil {
 		d = s.opts.MaxBackoff
 	}
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return s.health.Sleep(ctx, d)
 }
 
 // getOnce is one attempt of get.

@@ -25,7 +25,7 @@ import (
 
 func init() {
 	remote.Register("s3", func(ctx context.Context, location string, opts storage.Options) (*Store, error) {
-		o := Options{S3Options: opts.S3, RequestTimeout: opts.S3.Timeout, MaxAttempts: opts.S3.MaxAttempts, DownAfter: opts.S3.DownAfter}
+		o := Options{S3Options: opts.S3}
 		if opts.Credentials != nil {
 			o.Credentials = vendedAWS{opts.Credentials}
 			o.uncached = true
@@ -43,8 +43,8 @@ const (
 	DefaultCoalesceGap    = remote.DefaultCoalesceGap
 	DefaultMaxCoalesce    = remote.DefaultMaxCoalesce
 	DefaultConnectTimeout = remote.DefaultConnectTimeout
-	DefaultDownAfter      = 10 * time.Second
-	DefaultProbeInterval  = 5 * time.Second
+	DefaultDownAfter      = remote.DefaultDownAfter
+	DefaultProbeInterval  = remote.DefaultProbeInterval
 	DefaultSlowAnswer     = 5 * time.Second
 )
 
@@ -55,58 +55,24 @@ const LastCheckpointKey = remote.LastCheckpointKey
 // Options configure a Store. The zero value of every field means its
 // default.
 type Options struct {
-	// The CLI's options: endpoint, region, path style, anonymous.
-	storage.S3Options
+	// S3Options are the command line's: endpoint, region, path style,
+	// anonymous. Its Timeout, MaxAttempts and DownAfter apply where Tuning
+	// leaves RequestTimeout, MaxAttempts and DownAfter zero.
+	S3Options storage.S3Options
+
+	// Tuning: attempts, timeouts, the endpoint's health, concurrency,
+	// coalescing, pinning, logging. The delay before attempt n+1 is
+	// uniform in [0, min(MaxBackoff, 2^(n-1) s)). The Logger also receives
+	// slow answers.
+	remote.Tuning
 
 	// Credentials replace the default chain (environment, shared files and
 	// AWS_PROFILE, web identity, container, IMDS). Ignored with Anonymous.
 	Credentials aws.CredentialsProvider
 
-	// MaxAttempts bounds the attempts of one request, the first included
-	// (default 5).
-	MaxAttempts int
-	// MaxBackoff caps the jittered exponential delay between attempts
-	// (default 4 s; the delay before attempt n+1 is uniform in
-	// [0, min(MaxBackoff, 2^(n-1) s))).
-	MaxBackoff time.Duration
-	// RequestTimeout bounds one attempt from sending the request to reading
-	// the last byte of its body (default 30 s). A stalled attempt fails with
-	// a timeout and is retried.
-	RequestTimeout time.Duration
-	// ConnectTimeout bounds connecting to the endpoint, TCP and TLS
-	// (default 5 s): a host that drops packets fails an attempt in seconds,
-	// not after RequestTimeout.
-	ConnectTimeout time.Duration
-	// DownAfter: when attempts have failed to reach the endpoint (at least
-	// two in a row, with no answer since the first was sent) for this long,
-	// the endpoint is declared down and every request fails at once until
-	// it answers a probe (default 10 s; negative: never declared down). See
-	// health.
-	DownAfter time.Duration
-	// ProbeInterval is how often a down endpoint is probed (default 5 s);
-	// a probe attempt is also bounded by it.
-	ProbeInterval time.Duration
 	// SlowAnswer: an attempt still without an answer after this long logs
 	// that it is waiting (default 5 s; negative: never).
 	SlowAnswer time.Duration
-	// MaxConcurrency bounds the HTTP requests in flight (default 64). A
-	// request holds its slot until its body is closed.
-	MaxConcurrency int
-	// CoalesceGap: ReadRanges reads two ranges with one GET when the gap
-	// between them is at most this many bytes (default 64 KiB; negative:
-	// only touching or overlapping ranges are merged).
-	CoalesceGap int64
-	// MaxCoalesce caps the size of one merged GET of ReadRanges (default
-	// 16 MiB); a single range larger than this is still read with one GET.
-	MaxCoalesce int64
-	// Mutable reports keys whose content may legitimately change and that
-	// are therefore never pinned (default: LastCheckpointKey only).
-	Mutable func(key string) bool
-	// Logger receives retries (the first of a minute at info level, the
-	// others at debug), slow answers, the endpoint going down (warning)
-	// and up (info); default slog.Default().
-	// Nothing logged contains credentials.
-	Logger *slog.Logger
 
 	// uncached: Credentials refresh themselves (a catalog's vended
 	// credentials); the SDK's cache would keep a session until it expires.
@@ -114,15 +80,8 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	remote.Tuning{MaxAttempts: &o.MaxAttempts, MaxConcurrency: &o.MaxConcurrency, MaxBackoff: &o.MaxBackoff,
-		RequestTimeout: &o.RequestTimeout, ConnectTimeout: &o.ConnectTimeout, CoalesceGap: &o.CoalesceGap,
-		MaxCoalesce: &o.MaxCoalesce, Mutable: &o.Mutable, Logger: &o.Logger}.SetDefaults()
-	if o.DownAfter == 0 {
-		o.DownAfter = DefaultDownAfter
-	}
-	if o.ProbeInterval <= 0 {
-		o.ProbeInterval = DefaultProbeInterval
-	}
+	o.Command(o.S3Options.Timeout, o.S3Options.MaxAttempts, o.S3Options.DownAfter)
+	o.SetDefaults()
 	if o.SlowAnswer == 0 {
 		o.SlowAnswer = DefaultSlowAnswer
 	}
@@ -140,7 +99,7 @@ type Store struct {
 	retryer   *retry.Standard
 	transport *http.Transport
 	sem       chan struct{}
-	health    health
+	health    *remote.Health
 
 	// life ends at Close: it cancels every operation in flight.
 	life context.Context
@@ -165,7 +124,7 @@ var (
 // RequestTimeout, MaxAttempts and DownAfter) and default tuning otherwise.
 // See NewWithOptions.
 func New(ctx context.Context, location string, opts storage.S3Options) (*Store, error) {
-	return NewWithOptions(ctx, location, Options{S3Options: opts, RequestTimeout: opts.Timeout, MaxAttempts: opts.MaxAttempts, DownAfter: opts.DownAfter})
+	return NewWithOptions(ctx, location, Options{S3Options: opts})
 }
 
 // NewWithOptions opens the table at location. It loads the AWS
@@ -189,18 +148,18 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 		log:    o.Logger,
 		sem:    make(chan struct{}, o.MaxConcurrency),
 	}
-	s.health.s = s
 	s.life, s.stop = context.WithCancel(context.Background())
 	if prefix != "" {
 		s.loc += "/" + strings.TrimSuffix(prefix, "/")
 	}
+	s.health = remote.NewHealth(remote.HealthConfig{Name: "s3", Location: s.loc, Tuning: o.Tuning, Life: s.life, Probe: s.probe})
 
 	var lo []func(*config.LoadOptions) error
-	if o.Region != "" {
-		lo = append(lo, config.WithRegion(o.Region))
+	if o.S3Options.Region != "" {
+		lo = append(lo, config.WithRegion(o.S3Options.Region))
 	}
 	switch {
-	case o.Anonymous:
+	case o.S3Options.Anonymous:
 		lo = append(lo, config.WithCredentialsProvider(aws.AnonymousCredentials{}))
 	case o.Credentials != nil:
 		lo = append(lo, config.WithCredentialsProvider(o.Credentials))
@@ -229,11 +188,11 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 
 	s.client = s3.NewFromConfig(cfg, func(so *s3.Options) {
 		so.Region = region
-		if o.Endpoint != "" {
-			so.BaseEndpoint = aws.String(o.Endpoint)
+		if o.S3Options.Endpoint != "" {
+			so.BaseEndpoint = aws.String(o.S3Options.Endpoint)
 		}
-		so.UsePathStyle = o.PathStyle
-		so.Retryer = healthRetryer{s.retryer, &s.health} // retries are logged by httpClient.Do
+		so.UsePathStyle = o.S3Options.PathStyle
+		so.Retryer = healthRetryer{s.retryer, s.health} // retries are logged by httpClient.Do
 		so.HTTPClient = hc
 		so.RequestChecksumCalculation = aws.RequestChecksumCalculationWhenRequired
 		so.ResponseChecksumValidation = aws.ResponseChecksumValidationWhenRequired
@@ -242,12 +201,12 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 			s.log.Debug("aws-sdk: "+fmt.Sprintf(format, v...), "location", s.loc, "level", string(c))
 		})
 		so.ClientLogMode = 0
-		if o.uncached && !o.Anonymous {
+		if o.uncached && !o.S3Options.Anonymous {
 			so.Credentials = o.Credentials
 		}
 	})
 
-	if !o.Anonymous {
+	if !o.S3Options.Anonymous {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		_, err := cfg.Credentials.Retrieve(cctx)
 		cancel()
@@ -289,7 +248,7 @@ func (s *Store) Client() *s3.Client { return s.client }
 // unmount. Close may be called more than once.
 func (s *Store) Close() error {
 	s.stop()
-	s.health.close()
+	s.health.Close()
 	s.transport.CloseIdleConnections()
 	return nil
 }

@@ -142,7 +142,7 @@ func TestAnonymous(t *testing.T) {
 	s3test.Put(t, ep, bucket, "t/part-0.parquet", data)
 	o := testOptions(ep)
 	o.Credentials = nil
-	o.Anonymous = true
+	o.S3Options.Anonymous = true
 	st := open(t, "s3://"+bucket+"/t", o)
 	b, err := storage.ReadAll(ctxT(t), st, "part-0.parquet")
 	if err != nil || !bytes.Equal(b, data) {
@@ -159,7 +159,7 @@ func TestAnonymous(t *testing.T) {
 	})
 	s3test.CreateBucket(t, fake.Endpoint, "anon")
 	s3test.Put(t, fake.Endpoint, "anon", "k", []byte("x"))
-	o.Endpoint = fake.Endpoint
+	o.S3Options.Endpoint = fake.Endpoint
 	st2 := open(t, "s3://anon", o)
 	if _, err := st2.Stat(ctxT(t), "k"); err != nil {
 		t.Fatal(err)

@@ -54,7 +54,7 @@ func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 		return nil, remote.Closed{}
 	}
 	if !st.Probe {
-		if err := s.health.check(); err != nil {
+		if err := s.health.Check(); err != nil {
 			return nil, err
 		}
 	}
@@ -65,16 +65,16 @@ func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 
 	s.st.Count(opKinds[awsmiddleware.GetOperationName(ctx)])
 	if a := st.Attempts.Add(1); a > 1 && !st.Probe {
-		s.health.notice("s3: a request failed; retrying", "op", st.Op, "key", st.Key,
+		s.health.Notice("s3: a request failed; retrying", "op", st.Op, "key", st.Key,
 			"attempt", fmt.Sprintf("%d of %d", a, s.opts.MaxAttempts), "cause", st.Cause())
 	}
-	s.health.sending(req.URL.Scheme + "://" + req.URL.Host)
+	s.health.Sending(req.URL)
 
 	sent := time.Now()
 	var watch *time.Timer
 	if s.opts.SlowAnswer > 0 && s.opts.SlowAnswer < s.opts.RequestTimeout && !st.Probe {
 		watch = time.AfterFunc(s.opts.SlowAnswer, func() {
-			s.health.notice("s3: no answer from the endpoint yet; still waiting", "op", st.Op, "key", st.Key,
+			s.health.Notice("s3: no answer from the endpoint yet; still waiting", "op", st.Op, "key", st.Key,
 				"endpoint", req.URL.Scheme+"://"+req.URL.Host, "waited", s.opts.SlowAnswer.String(),
 				"attempt_timeout", s.opts.RequestTimeout.String())
 		})
@@ -86,17 +86,18 @@ func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		release()
 		if ctx.Err() == nil { // not the caller's cancellation, nor Close
-			cause, endpoint := s.endpointFailure(err)
-			if endpoint {
-				s.health.failed(sent, cause)
-			} else {
+			cause, endpoint := s.health.Failed(sent, err)
+			if !endpoint {
 				cause = describe(err)
 			}
 			st.SetCause(cause)
+			if herr := s.health.Check(); herr != nil && !st.Probe {
+				return nil, herr // down by now: no SDK retries it
+			}
 		}
 		return resp, err
 	}
-	s.health.answered()
+	s.health.Answered()
 	if resp.StatusCode >= 300 {
 		st.SetCause("HTTP " + resp.Status)
 	}
