@@ -104,25 +104,10 @@ func readBounded(t *testing.T, path string, limit time.Duration) ([]byte, error,
 	}
 }
 
-// logLines are the lines of a server log at level holding all of subs.
-func logLines(log, level string, subs ...string) []string {
-	var out []string
-	for _, l := range strings.Split(log, "\n") {
-		ok := strings.Contains(l, "level="+level)
-		for _, s := range subs {
-			ok = ok && strings.Contains(l, s)
-		}
-		if ok {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 // waitLog waits up to d for a log line at level holding subs.
 func waitLog(t *testing.T, m *mounttest.Mount, d time.Duration, level string, subs ...string) {
 	t.Helper()
-	for deadline := time.Now().Add(d); len(logLines(m.Log(), level, subs...)) == 0; {
+	for deadline := time.Now().Add(d); len(testkit.LogLines(m.Log(), level, subs...)) == 0; {
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s line with %q in %v:\n%s", level, subs, d, m.Log())
 		}
@@ -260,7 +245,7 @@ func testMountDown(t *testing.T, bin string, cl downCloud, args []string, cause 
 	t.Logf("100 reads while down: EIO in %v", el.Round(time.Millisecond))
 	log := m.Log()
 	for _, s := range []string{uncached[0], uncached[1], uncached[298]} {
-		lines := logLines(log, "ERROR", `msg="I/O error"`, s)
+		lines := testkit.LogLines(log, "ERROR", `msg="I/O error"`, s)
 		if len(lines) == 0 || !strings.Contains(lines[0], "version 0") || !strings.Contains(lines[0], "part-0000") || !strings.Contains(lines[0], cl.loc) {
 			t.Fatalf("no log line naming %s, version 0, its data file and the table:\n%s", s, log)
 		}
@@ -268,10 +253,10 @@ func testMountDown(t *testing.T, bin string, cl downCloud, args []string, cause 
 			t.Errorf("the log line of %s does not say the endpoint is unreachable and why: %s", s, lines[len(lines)-1])
 		}
 	}
-	if n := len(logLines(log, "WARN", warn)); n != 1 {
+	if n := len(testkit.LogLines(log, "WARN", warn)); n != 1 {
 		t.Errorf("%d warnings that the endpoint is down, want 1", n)
 	}
-	if n := len(logLines(log, "INFO", cl.name+":", "op=")); n == 0 || n > 2 {
+	if n := len(testkit.LogLines(log, "INFO", cl.name+":", "op=")); n == 0 || n > 2 {
 		t.Errorf("%d info lines about retries and waits, want 1 or 2 (one of each at most per minute):\n%s", n, log)
 	}
 	if cl.secret != "" && strings.Contains(log, cl.secret) {
@@ -476,7 +461,7 @@ func TestS3UnreachableCommands(t *testing.T) {
 						t.Errorf("stderr line %q is neither a log line nor the error line", l)
 					}
 				}
-				if n := len(logLines(out, "INFO", "msg=\"s3: ")); n > 2 {
+				if n := len(testkit.LogLines(out, "INFO", "msg=\"s3: ")); n > 2 {
 					t.Errorf("%d info lines about retries and waits, want at most one of each:\n%s", n, out)
 				}
 				t.Logf("info after %v, failed after %v: %s", infoAt.Round(time.Millisecond), el.Round(time.Millisecond), last)

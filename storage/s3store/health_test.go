@@ -55,13 +55,7 @@ func newHealthEnv(t *testing.T, endpoint, bucket string, tune func(*s3store.Opti
 
 // lines are the log lines at level (INFO, WARN, ...) holding msg.
 func (e *healthEnv) lines(level, msg string) []string {
-	var out []string
-	for _, l := range strings.Split(e.log.String(), "\n") {
-		if strings.Contains(l, "level="+level) && strings.Contains(l, msg) {
-			out = append(out, l)
-		}
-	}
-	return out
+	return testkit.LogLines(e.log.String(), level, msg)
 }
 
 const (

@@ -83,13 +83,7 @@ func newHealthEnv(t *testing.T, c HealthCloud, tune func(*remote.Tuning)) *healt
 
 // lines are the log lines at level (INFO, WARN, ...) holding msg.
 func (e *healthEnv) lines(level, msg string) []string {
-	var out []string
-	for _, l := range strings.Split(e.log.String(), "\n") {
-		if strings.Contains(l, "level="+level) && strings.Contains(l, msg) {
-			out = append(out, l)
-		}
-	}
-	return out
+	return testkit.LogLines(e.log.String(), level, msg)
 }
 
 // unreachable is the error of a request while the endpoint is down: one
