@@ -203,25 +203,32 @@ func testMountFaults(t *testing.T, c faultCloud, ep *faultEpoch) {
 		return mountHere(t, c.loc, ep.flags...)
 	}
 	// epochDuring reads files while a fault is on; heal ends the fault
-	// once the store sent 3 requests into it (and, idempotent, again when
-	// the test ends).
+	// once the store sent 3 requests into it and retried one (and,
+	// idempotent, again when the test ends). The retry is awaited, not
+	// assumed: Go's HTTP client resends a request whose pooled
+	// connection was reset on a new connection by itself, and that one
+	// may already meet the healed network.
 	epochDuring := func(t *testing.T, m *inProcMount, files []string, heal func()) (map[string][]byte, map[string]error) {
 		t.Helper()
 		var once sync.Once
 		healOnce := func() { once.Do(heal) }
 		defer healOnce()
 		base := m.counters(t, c.stats).requests()
+		logged := len(ep.logs.String())
+		retried := func() bool {
+			return len(testkit.LogLines(ep.logs.String()[logged:], "INFO", ": a request failed; retrying")) > 0
+		}
 		type result struct {
 			data map[string][]byte
 			errs map[string]error
 		}
 		res := make(chan result, 1)
 		go func() { d, e := m.readSamples(files); res <- result{d, e} }()
-		for deadline := time.Now().Add(30 * time.Second); m.counters(t, c.stats).requests() < base+3; time.Sleep(10 * time.Millisecond) {
+		for deadline := time.Now().Add(30 * time.Second); m.counters(t, c.stats).requests() < base+3 || !retried(); time.Sleep(10 * time.Millisecond) {
 			if time.Now().After(deadline) {
 				healOnce()
 				<-res
-				t.Fatal("no 3 requests in 30 s: the fault did not hit the mount")
+				t.Fatal("no 3 requests and a retry in 30 s: the fault did not hit the mount")
 			}
 		}
 		healOnce()
