@@ -191,7 +191,7 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 				return nil, fmt.Errorf("line %d of the answer: deltaMetadata is not a JSON object", n)
 			}
 			if l.MetaData.AccessModes != nil && !contains(l.MetaData.AccessModes, "url") {
-				return nil, fmt.Errorf("the table is shared for directory-based access only (accessModes %v): deltafs reads through pre-signed URLs", l.MetaData.AccessModes)
+				return nil, fmt.Errorf("the table is shared for directory-based access only (accessModes %s): deltafs reads through pre-signed URLs", clip(fmt.Sprint(l.MetaData.AccessModes)))
 			}
 			// A historical metaData (with a version) only comes with
 			// startingVersion, which deltafs does not send; the first
@@ -217,9 +217,9 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 			ids[l.File.ID] = true
 			out.Files = append(out.Files, *l.File)
 		case l.EndStream != nil && l.EndStream.ErrorMessage != "":
-			return nil, fmt.Errorf("the server failed the query: %s", c.redact(oneLine(l.EndStream.ErrorMessage)))
+			return nil, fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.EndStream.ErrorMessage))))
 		case l.ErrorMessage != "":
-			return nil, fmt.Errorf("the server failed the query: %s", c.redact(oneLine(l.ErrorMessage)))
+			return nil, fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.ErrorMessage))))
 		case l.Add != nil:
 			return nil, errors.New("the server answered in the parquet response format: deltafs reads the delta format (responseformat=delta, Delta Sharing servers since delta-sharing-spark 3.1)")
 		}
@@ -290,6 +290,14 @@ func isObject(r json.RawMessage) bool {
 	return len(r) > 0 && r[0] == '{'
 }
 
+// clip cuts a server's message for an error line to 1000 bytes.
+func clip(s string) string {
+	if len(s) > 1000 {
+		return strings.ToValidUTF8(s[:1000], "") + "..."
+	}
+	return s
+}
+
 // shortQuote quotes a server's string for an error line, cut to 64 bytes.
 func shortQuote(s string) string {
 	if len(s) > 64 {
@@ -345,7 +353,7 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.R
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 		resp.Body.Close()
 		ae := &APIError{*httpjson.Decode(resp.StatusCode, b, "errorCode")}
-		ae.Message = c.redact(oneLine(ae.Message))
+		ae.Message = clip(c.redact(oneLine(ae.Message)))
 		if resp.StatusCode < 500 {
 			return nil, ae
 		}

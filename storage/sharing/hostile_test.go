@@ -215,6 +215,7 @@ func TestHostileAnswers(t *testing.T) {
 		{"file URL", protocolLine + "\n" + metadataLine + "\n" + fileLine("a", "file:///etc/passwd", 10) + "\n", false, []string{"version 0", `the file's URL is a "file" URL, not an http(s) URL`}},
 		{"s3 URL", protocolLine + "\n" + metadataLine + "\n" + fileLine("a", "s3://b/t/a.parquet", 10) + "\n", false, []string{"version 0", `a "s3" URL`}},
 		{"http URL from https", protocolLine + "\n" + metadataLine + "\n" + good("a") + "\n", true, []string{"version 0", `the file's URL is a "http" URL, not an https URL`}},
+		{"long server error", protocolLine + "\n" + metadataLine + "\n" + `{"endStreamAction":{"errorMessage":"` + strings.Repeat("no ", 1<<20) + `"}}` + "\n", false, []string{"the server failed the query: no no", "..."}},
 		{"server error line", protocolLine + "\n" + metadataLine + "\n" + `{"endStreamAction":{"errorMessage":"boom\nfor dss-secret-token"}}` + "\n", false, []string{"the server failed the query: boom for ***"}},
 	}
 	for _, tc := range cases {
@@ -229,6 +230,9 @@ func TestHostileAnswers(t *testing.T) {
 				t.Fatalf("the table opened (log %v), want an error with %q", st.objects, tc.want)
 			}
 			checkLine(t, err, tc.want...)
+			if len(err.Error()) > 2000 {
+				t.Fatalf("an error line of %d bytes", len(err.Error()))
+			}
 		})
 	}
 	// The control: the same server with a well-formed answer, and an http
