@@ -3,8 +3,8 @@ package sample
 import (
 	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
+
+	"github.com/deltafs/deltafs/scan"
 )
 
 // ErrNotExist is returned for names that are not in a version or shard.
@@ -21,21 +21,7 @@ type FileError struct {
 }
 
 func (e *FileError) Error() string {
-	return fmt.Sprintf("%s version %d: data file %s: %s", e.Table, e.Version, e.Path, withoutName(e.Err.Error(), e.Path))
-}
-
-// withoutName drops the "FILE: " prefixes lower layers put in a cause (the
-// storage key, the path as the log spells it, or the object's whole
-// location, s3://bucket/table/FILE), which the error names once already.
-func withoutName(cause, path string) string {
-	names := []string{path}
-	if p, err := url.PathUnescape(path); err == nil && p != path {
-		names = append(names, p)
-	}
-	for _, n := range names {
-		cause = regexp.MustCompile(`(^|\s)(\S*/)?`+regexp.QuoteMeta(n)+`: `).ReplaceAllString(cause, "$1")
-	}
-	return cause
+	return fmt.Sprintf("%s version %d: data file %s: %s", e.Table, e.Version, e.Path, scan.WithoutName(e.Err.Error(), e.Path))
 }
 
 func (e *FileError) Unwrap() error { return e.Err }
@@ -51,7 +37,7 @@ type SampleError struct {
 }
 
 func (e *SampleError) Error() string {
-	return fmt.Sprintf("%s version %d: data file %s row %d: %s", e.Table, e.Version, e.Path, e.Row, withoutName(e.Err.Error(), e.Path))
+	return fmt.Sprintf("%s version %d: data file %s row %d: %s", e.Table, e.Version, e.Path, e.Row, scan.WithoutName(e.Err.Error(), e.Path))
 }
 
 func (e *SampleError) Unwrap() error { return e.Err }

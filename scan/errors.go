@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
+	"regexp"
 	"sync"
 
 	"github.com/deltafs/deltafs/snapshot"
@@ -30,7 +32,23 @@ func (e *FileError) Error() string {
 	if se := (*snapshot.Error)(nil); errors.As(e.Err, &se) {
 		return se.Error()
 	}
-	return fmt.Sprintf("version %d: %s: %v", e.Version, e.Path, e.Err)
+	return fmt.Sprintf("version %d: %s: %s", e.Version, e.Path, WithoutName(e.Err.Error(), e.Path))
+}
+
+// WithoutName drops the "FILE: " prefixes lower layers put in a cause (the
+// storage key, the path as the log spells it, escaped or not, or the
+// object's whole location, s3://bucket/table/FILE), which the error names
+// once already. A name that ends another (7.parquet in part-7.parquet) is
+// left alone.
+func WithoutName(cause, path string) string {
+	names := []string{path}
+	if p, err := url.PathUnescape(path); err == nil && p != path {
+		names = append(names, p)
+	}
+	for _, n := range names {
+		cause = regexp.MustCompile(`(^|\s)(\S*/)?`+regexp.QuoteMeta(n)+`: `).ReplaceAllString(cause, "$1")
+	}
+	return cause
 }
 
 func (e *FileError) Unwrap() error { return e.Err }

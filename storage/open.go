@@ -12,6 +12,8 @@ type Options struct {
 	S3    S3Options
 	Azure AzureOptions
 	GCS   GCSOptions
+	// Sharing is for Delta Sharing locations (PROFILE.share#...).
+	Sharing SharingOptions
 	// Catalog reaches a catalog for locations that name a table
 	// (uc://catalog.schema.table).
 	Catalog CatalogOptions
@@ -64,6 +66,15 @@ type AzureOptions struct {
 	// it is declared down and requests fail at once until it answers
 	// again (0: the backend's default; negative: never).
 	DownAfter time.Duration
+}
+
+// SharingOptions are the flags for Delta Sharing locations (see
+// storage/sharing).
+type SharingOptions struct {
+	// Timeout bounds a request's pauses: until the answer's headers and
+	// between two reads of its body (a query's whole answer: ten times
+	// it; a data file's ranged GET: once). 0: the backend's default.
+	Timeout time.Duration
 }
 
 // GCSOptions are the flags for gs:// locations (see the GCS backend).

@@ -130,7 +130,7 @@ func scanErr(table string, version int64, err error) error {
 	}
 	var fe *scan.FileError
 	if errors.As(err, &fe) {
-		return fmt.Errorf("%s version %d: %s: %w", table, fe.Version, fe.Path, fe.Err)
+		return fmt.Errorf("%s version %d: %s: %w", table, fe.Version, fe.Path, unnamed{fe.Path, fe.Err})
 	}
 	return fmt.Errorf("%s version %d: %w", table, version, err)
 }

@@ -38,7 +38,17 @@ func fileErrorLine(location string, err error) error {
 		return table.WithLocation(location, err)
 	}
 	if row >= 0 {
-		return fmt.Errorf("%s version %d: %s: row %d: %w", location, version, path, row, cause)
+		return fmt.Errorf("%s version %d: %s: row %d: %w", location, version, path, row, unnamed{path, cause})
 	}
-	return fmt.Errorf("%s version %d: %s: %w", location, version, path, cause)
+	return fmt.Errorf("%s version %d: %s: %w", location, version, path, unnamed{path, cause})
 }
+
+// unnamed is a cause printed without the "FILE: " prefixes the storage
+// layer put in it: the line names the file once, before it.
+type unnamed struct {
+	path string
+	err  error
+}
+
+func (u unnamed) Error() string { return scan.WithoutName(u.err.Error(), u.path) }
+func (u unnamed) Unwrap() error { return u.err }

@@ -22,7 +22,7 @@ import (
 	"github.com/deltafs/deltafs/storage/gcsstore"
 	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/s3store"
-	_ "github.com/deltafs/deltafs/storage/sharing" // PROFILE.share#share.schema.table
+	"github.com/deltafs/deltafs/storage/sharing" // PROFILE.share#share.schema.table
 	"github.com/deltafs/deltafs/table"
 )
 
@@ -61,6 +61,9 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 			return usageError{errors.New("--gcs-retries and --gcs-timeout must not be negative")}
 		}
 		global.storage.GCS.MaxAttempts = gcsRetries + 1
+		if global.storage.Sharing.Timeout < 0 {
+			return usageError{errors.New("--sharing-timeout must not be negative")}
+		}
 		global.storage.S3.MaxAttempts = s3Retries + 1
 		d := downAfter
 		if d == 0 {
@@ -93,6 +96,7 @@ func init() {
 	pf.IntVar(&azRetries, "azure-retries", azstore.DefaultMaxAttempts-1, "Azure: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
 	pf.StringVar(&global.storage.GCS.Endpoint, "gcs-endpoint", "", "GCS endpoint URL (fake-gcs-server, private endpoints); requests stay authenticated (default: STORAGE_EMULATOR_HOST without authentication, else Google)")
 	pf.BoolVar(&global.storage.GCS.Anonymous, "gcs-anonymous", false, "send unauthenticated GCS requests (public buckets)")
+	pf.DurationVar(&global.storage.Sharing.Timeout, "sharing-timeout", sharing.DefaultTimeout, "Delta Sharing: longest pause of the sharing server or a pre-signed URL's file server (until an answer's headers, then between two parts of it); a query's answer must arrive whole within ten times it, a data file's read within it")
 	pf.DurationVar(&global.storage.GCS.Timeout, "gcs-timeout", gcsstore.DefaultRequestTimeout, "GCS: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
 	pf.IntVar(&gcsRetries, "gcs-retries", gcsstore.DefaultMaxAttempts-1, "GCS: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
 	rootCmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })

@@ -8,12 +8,16 @@
 // pre-signed URLs: HMAC-signed URLs on an HTTP file handler, valid for a
 // short lifetime, so that clients must renew them for real.
 //
+// For attacks, the file server can be slowed (SetFileDelay) or made to
+// serve other bytes than the files' (SetTamper).
+//
 // Deviations: only the two endpoints above; queries with startingVersion,
 // timestamp or predicates, and the parquet response format, are answered
 // 400 (deltafs sends none of them).
 package sharingtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -21,6 +25,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -55,10 +60,28 @@ type Server struct {
 	tables map[string]*table // by lower-case share.schema.table
 
 	// Counters of file requests.
-	Served  atomic.Int64 // answered with data
-	Expired atomic.Int64 // refused: the URL had expired
-	Refused atomic.Int64 // refused: a bad signature
-	Queries atomic.Int64 // query requests answered 200
+	Served   atomic.Int64 // answered with data
+	Expired  atomic.Int64 // refused: the URL had expired
+	Refused  atomic.Int64 // refused: a bad signature
+	Queries  atomic.Int64 // query requests answered 200
+	InFlight atomic.Int64 // file requests being answered now
+
+	fileDelay atomic.Int64 // nanoseconds every file answer waits
+	tamper    atomic.Pointer[func(key string, data []byte) []byte]
+}
+
+// SetFileDelay makes every file answer wait d first (a slow object
+// store), or the client's request to end.
+func (s *Server) SetFileDelay(d time.Duration) { s.fileDelay.Store(int64(d)) }
+
+// SetTamper makes the file server serve tamper(key, bytes) in place of
+// each file's bytes (a hostile or broken file server); nil: the files.
+func (s *Server) SetTamper(tamper func(key string, data []byte) []byte) {
+	if tamper == nil {
+		s.tamper.Store(nil)
+		return
+	}
+	s.tamper.Store(&tamper)
 }
 
 type table struct {
@@ -324,6 +347,15 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "AccessDenied: Request has expired", http.StatusForbidden)
 		return
 	}
+	s.InFlight.Add(1)
+	defer s.InFlight.Add(-1)
+	if d := time.Duration(s.fileDelay.Load()); d > 0 {
+		select {
+		case <-time.After(d):
+		case <-r.Context().Done():
+			return
+		}
+	}
 	rest := strings.TrimPrefix(p, "/lake/")
 	id, key, _ := strings.Cut(rest, "/")
 	var dir string
@@ -346,6 +378,15 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Served.Add(1)
+	if tamper := s.tamper.Load(); tamper != nil {
+		b, err := io.ReadAll(f)
+		if err != nil {
+			http.Error(w, "InternalError", http.StatusInternalServerError)
+			return
+		}
+		http.ServeContent(w, r, "", fi.ModTime(), bytes.NewReader((*tamper)(key, b)))
+		return
+	}
 	http.ServeContent(w, r, "", fi.ModTime(), f)
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,12 +26,27 @@ type Client struct {
 	base  string // endpoint + /shares/{share}/schemas/{schema}/tables/{table}
 	token string
 	hc    *http.Client
+	// timeout bounds a request's pauses: until its answer's headers, and
+	// between two reads of the body; the whole answer must come within
+	// answerTimeouts of it (bounds.go).
+	timeout time.Duration
+	maxBody int64 // bounds a query's answer (maxResponse)
+	maxLine int   // bounds one line of it (maxLine)
+	// plain: the endpoint is http://, so file URLs may be too. From an
+	// https endpoint, only https URLs are read (PROTOCOL.md: "An https
+	// url"): an http one would expose the data and the URL on the wire.
+	plain bool
 }
 
-// NewClient is a client for the table n of profile p.
-func NewClient(p Profile, n Name, hc *http.Client) *Client {
+// NewClient is a client for the table n of profile p; timeout 0 is
+// DefaultTimeout.
+func NewClient(p Profile, n Name, hc *http.Client, timeout time.Duration) *Client {
 	base := p.Endpoint + "/shares/" + url.PathEscape(n.Share) + "/schemas/" + url.PathEscape(n.Schema) + "/tables/" + url.PathEscape(n.Table)
-	return &Client{base: base, token: p.BearerToken, hc: hc}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	return &Client{base: base, token: p.BearerToken, hc: hc, timeout: timeout, maxBody: maxResponse, maxLine: maxLine,
+		plain: strings.HasPrefix(strings.ToLower(p.Endpoint), "http://")}
 }
 
 // APIError is a server's error answer: its status and
@@ -73,6 +89,8 @@ type Response struct {
 	Metadata json.RawMessage // deltaMetadata
 	Location string          // metaData.location ("" when not given)
 	Files    []File
+	// PlainURLs: the file URLs may be http:// (the endpoint is).
+	PlainURLs bool
 }
 
 // File is one file line: a delta single action whose path is a
@@ -94,6 +112,7 @@ type responseLine struct {
 		Version       *int64          `json:"version"`
 		Location      string          `json:"location"`
 		AccessModes   []string        `json:"accessModes"`
+		NumFiles      *int64          `json:"numFiles"`
 	} `json:"metaData"`
 	File      *File `json:"file"`
 	Add       any   `json:"add"`
@@ -103,9 +122,6 @@ type responseLine struct {
 	// Top-level EndStreamAction fields (the specification's example).
 	ErrorMessage string `json:"errorMessage"`
 }
-
-// maxResponse bounds a query's answer (a line per data file).
-const maxResponse = 4 << 30
 
 // Query is Read Data from a Table: the table's files as of version (nil:
 // the current version).
@@ -130,9 +146,14 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 	if caps := strings.ToLower(resp.Header.Get("delta-sharing-capabilities")); caps != "" && !strings.Contains(caps, "responseformat=delta") {
 		return nil, errors.New("the server answered in the parquet response format: deltafs reads the delta format (responseformat=delta, Delta Sharing servers since delta-sharing-spark 3.1)")
 	}
-	sc := bufio.NewScanner(io.LimitReader(resp.Body, maxResponse))
-	sc.Buffer(make([]byte, 0, 64<<10), 64<<20)
+	// The scanner hands out the bytes before a read error as a last line:
+	// the error, kept by answer, is the cause then, not that line's JSON.
+	answer := &stickyReader{r: &boundedReader{r: resp.Body, max: c.maxBody}}
+	sc := bufio.NewScanner(answer)
+	sc.Buffer(make([]byte, 0, min(64<<10, c.maxLine)), c.maxLine)
 	n := 0
+	var numFiles *int64
+	ids := map[string]bool{}
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
@@ -141,20 +162,36 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 		n++
 		var l responseLine
 		if err := json.Unmarshal(line, &l); err != nil {
-			return nil, fmt.Errorf("line %d of the answer is not JSON: %v", n, err)
+			if answer.err != nil {
+				return nil, answerError(answer.err, n-1, c.maxLine)
+			}
+			return nil, fmt.Errorf("line %d of the answer: %s", n, jsonCause(err))
+		}
+		if (l.Protocol != nil) && (l.MetaData != nil || l.File != nil) || l.MetaData != nil && l.File != nil {
+			// PROTOCOL.md: "It must contain only ONE of the above fields."
+			return nil, fmt.Errorf("line %d of the answer holds more than one of protocol, metaData and file", n)
 		}
 		switch {
 		case l.Protocol != nil:
 			if len(l.Protocol.DeltaProtocol) == 0 {
 				return nil, errors.New("the server answered in the parquet response format: deltafs reads the delta format (responseformat=delta, Delta Sharing servers since delta-sharing-spark 3.1)")
 			}
+			if !isObject(l.Protocol.DeltaProtocol) {
+				return nil, fmt.Errorf("line %d of the answer: deltaProtocol is not a JSON object", n)
+			}
+			if out.Protocol != nil {
+				return nil, fmt.Errorf("line %d of the answer: a second protocol", n)
+			}
 			out.Protocol = l.Protocol.DeltaProtocol
 		case l.MetaData != nil:
 			if len(l.MetaData.DeltaMetadata) == 0 {
 				return nil, fmt.Errorf("line %d: metaData without deltaMetadata", n)
 			}
+			if !isObject(l.MetaData.DeltaMetadata) {
+				return nil, fmt.Errorf("line %d of the answer: deltaMetadata is not a JSON object", n)
+			}
 			if l.MetaData.AccessModes != nil && !contains(l.MetaData.AccessModes, "url") {
-				return nil, fmt.Errorf("the table is shared for directory-based access only (accessModes %v): deltafs reads through pre-signed URLs", l.MetaData.AccessModes)
+				return nil, fmt.Errorf("the table is shared for directory-based access only (accessModes %s): deltafs reads through pre-signed URLs", clip(fmt.Sprint(l.MetaData.AccessModes)))
 			}
 			// A historical metaData (with a version) only comes with
 			// startingVersion, which deltafs does not send; the first
@@ -162,32 +199,118 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 			if out.Metadata == nil {
 				out.Metadata = l.MetaData.DeltaMetadata
 				out.Location = l.MetaData.Location
+				numFiles = l.MetaData.NumFiles
 			}
 		case l.File != nil:
 			if len(l.File.DeltaSingleAction) == 0 {
 				return nil, fmt.Errorf("line %d: file without deltaSingleAction", n)
 			}
+			// The id is the file's identity (PROTOCOL.md: "A unique
+			// string for the file in a table"): an answer that repeats
+			// one lists a file twice, or two files as one.
+			if l.File.ID == "" {
+				return nil, fmt.Errorf("line %d of the answer: a file without an id", n)
+			}
+			if ids[l.File.ID] {
+				return nil, fmt.Errorf("line %d of the answer: the file id %s again", n, shortQuote(l.File.ID))
+			}
+			ids[l.File.ID] = true
 			out.Files = append(out.Files, *l.File)
 		case l.EndStream != nil && l.EndStream.ErrorMessage != "":
-			return nil, fmt.Errorf("the server failed the query: %s", c.redact(l.EndStream.ErrorMessage))
+			return nil, fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.EndStream.ErrorMessage))))
 		case l.ErrorMessage != "":
-			return nil, fmt.Errorf("the server failed the query: %s", c.redact(l.ErrorMessage))
+			return nil, fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.ErrorMessage))))
 		case l.Add != nil:
 			return nil, errors.New("the server answered in the parquet response format: deltafs reads the delta format (responseformat=delta, Delta Sharing servers since delta-sharing-spark 3.1)")
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("reading the answer: %v", cleanNetErr(err))
+		return nil, answerError(err, n, c.maxLine)
 	}
 	if out.Protocol == nil || out.Metadata == nil {
 		return nil, errors.New("the answer has no protocol or metaData line")
 	}
+	// A snapshot query lists every file of the version (deltafs sends no
+	// predicates or limit): an answer cut short at a line's end is caught
+	// when the server counted them.
+	if numFiles != nil && *numFiles != int64(len(out.Files)) {
+		return nil, fmt.Errorf("the answer lists %d files, its metaData says the version has %d", len(out.Files), *numFiles)
+	}
+	out.PlainURLs = c.plain
 	return out, nil
+}
+
+// answerError is the one line for a failed read of a query's answer.
+func answerError(err error, lines, maxLine int) error {
+	var te *timeoutError
+	var tl *tooLongError
+	switch {
+	case errors.As(err, &te), errors.As(err, &tl):
+		return err
+	case errors.Is(err, bufio.ErrTooLong):
+		return fmt.Errorf("line %d of the answer is longer than %s", lines+1, sizeString(int64(maxLine)))
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("the answer was cut short (the connection ended before its end)")
+	}
+	return fmt.Errorf("reading the answer: %v", cleanNetErr(err))
+}
+
+// jsonCause is a JSON decoding error in the answer's terms (the field and
+// what it holds), without Go's type names.
+func jsonCause(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		want := "a different type"
+		switch te.Type.Kind() {
+		case reflect.Struct, reflect.Map:
+			want = "an object"
+		case reflect.String:
+			want = "a string"
+		case reflect.Slice, reflect.Array:
+			want = "an array"
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+			want = "a number"
+		case reflect.Bool:
+			want = "a boolean"
+		}
+		if te.Field == "" {
+			return fmt.Sprintf("a JSON %s, not an object", te.Value)
+		}
+		return fmt.Sprintf("%s is a JSON %s, not %s", te.Field, te.Value, want)
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return "not JSON: " + se.Error()
+	}
+	return "not JSON"
+}
+
+func isObject(r json.RawMessage) bool {
+	r = bytes.TrimSpace(r)
+	return len(r) > 0 && r[0] == '{'
+}
+
+// clip cuts a server's message for an error line to 1000 bytes.
+func clip(s string) string {
+	if len(s) > 1000 {
+		return strings.ToValidUTF8(s[:1000], "") + "..."
+	}
+	return s
+}
+
+// shortQuote quotes a server's string for an error line, cut to 64 bytes.
+func shortQuote(s string) string {
+	if len(s) > 64 {
+		return strconv.Quote(s[:64]) + "..."
+	}
+	return strconv.Quote(s)
 }
 
 // do sends one API request with the token and the capabilities, and turns
 // a non-2xx answer into an *APIError. Transient failures (5xx, a request
-// that did not get through) are tried 3 times.
+// that did not get through or got no answer in time) are tried 3 times.
+// The answer's body is read under a watchdog (bounds.go); closing it ends
+// the request.
 func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.Response, error) {
 	var last error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -198,8 +321,10 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.R
 			case <-time.After(time.Duration(attempt) * 300 * time.Millisecond):
 			}
 		}
-		req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(body))
+		w := newWatchdog(ctx, c.timeout, answerTimeouts*c.timeout)
+		req, err := http.NewRequestWithContext(w.ctx, method, u, bytes.NewReader(body))
 		if err != nil {
+			w.stop()
 			return nil, err
 		}
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -209,19 +334,26 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.R
 		}
 		resp, err := c.hc.Do(req)
 		if err != nil {
+			w.stop()
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
+			}
+			if _, ok := w.timedOut(); ok {
+				last = fmt.Errorf("the sharing server sent no answer within %v", c.timeout)
+				continue
 			}
 			last = fmt.Errorf("the sharing server cannot be reached: %v", cleanNetErr(err))
 			continue
 		}
+		w.progress()
+		resp.Body = &watchedBody{rc: resp.Body, w: w}
 		if resp.StatusCode/100 == 2 {
 			return resp, nil
 		}
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
 		resp.Body.Close()
 		ae := &APIError{*httpjson.Decode(resp.StatusCode, b, "errorCode")}
-		ae.Message = c.redact(oneLine(ae.Message))
+		ae.Message = clip(c.redact(oneLine(ae.Message)))
 		if resp.StatusCode < 500 {
 			return nil, ae
 		}

@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -67,9 +68,9 @@ func parseVersion(r *Response) (*version, error) {
 			}
 			continue // cdc and other actions do not make a snapshot
 		}
-		lf, err := rewriteAdd(sa.Add, f, loc)
+		lf, err := rewriteAdd(sa.Add, f, loc, r.PlainURLs)
 		if err != nil {
-			return nil, fmt.Errorf("file %s of the answer: %v", f.ID, err)
+			return nil, fmt.Errorf("file %s of the answer: %v", shortQuote(f.ID), err)
 		}
 		if _, dup := out.files[lf.ident]; dup {
 			return nil, fmt.Errorf("the answer lists the file %s twice", lf.key)
@@ -81,7 +82,7 @@ func parseVersion(r *Response) (*version, error) {
 
 // rewriteAdd points an add action (and its deletion vector) at keys of
 // the virtual table directory and keeps the URLs that read them.
-func rewriteAdd(add map[string]json.RawMessage, f File, loc string) (*liveFile, error) {
+func rewriteAdd(add map[string]json.RawMessage, f File, loc string, plain bool) (*liveFile, error) {
 	var u string
 	if err := json.Unmarshal(add["path"], &u); err != nil || u == "" {
 		return nil, fmt.Errorf("add action without a path")
@@ -90,13 +91,16 @@ func rewriteAdd(add map[string]json.RawMessage, f File, loc string) (*liveFile, 
 	if f.ExpirationTimestamp != nil {
 		exp = *f.ExpirationTimestamp
 	}
-	key, err := urlKey(u, loc, f.ID)
+	key, err := urlKey(u, loc, f.ID, plain)
 	if err != nil {
 		return nil, err
 	}
 	var size int64
-	if err := json.Unmarshal(add["size"], &size); err != nil || size < 0 {
+	if err := json.Unmarshal(add["size"], &size); err != nil {
 		return nil, fmt.Errorf("%s: add action without a size", key)
+	}
+	if size < 0 {
+		return nil, fmt.Errorf("%s: add action with size %d", key, size)
 	}
 	lf := &liveFile{key: key, ident: key, size: size, part: add["partitionValues"]}
 	lf.urls = append(lf.urls, signedURL{key: key, url: u, expires: exp, size: size})
@@ -114,7 +118,7 @@ func rewriteAdd(add map[string]json.RawMessage, f File, loc string) (*liveFile, 
 		case "p":
 			// The server gives a vector's file as a pre-signed URL.
 			id := f.ID + "-dv"
-			dk, err := urlKey(p, loc, id)
+			dk, err := urlKey(p, loc, id, plain)
 			if err != nil {
 				return nil, fmt.Errorf("%s: deletion vector: %v", key, err)
 			}
@@ -152,11 +156,20 @@ func locationPath(loc string) string {
 // its path below the table's location when the server gave the location
 // and the URL holds it, which is the path the table's own log has; else
 // the file's id and the URL's last segment (then derived names differ
-// from the table's own).
-func urlKey(raw, loc, id string) (string, error) {
+// from the table's own). The URL must be https (plain: or http, when the
+// endpoint is): a file://, s3:// or other URL is refused, not read.
+func urlKey(raw, loc, id string, plain bool) (string, error) {
 	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return "", fmt.Errorf("the file's URL is not an http(s) URL")
+	if err != nil || u.Host == "" || !(u.Scheme == "https" || plain && u.Scheme == "http") {
+		scheme := "https"
+		if plain {
+			scheme = "http(s)"
+		}
+		what := "a URL"
+		if err == nil && u.Scheme != "" {
+			what = "a " + strconv.Quote(u.Scheme) + " URL"
+		}
+		return "", fmt.Errorf("the file's URL is %s, not an %s URL", what, scheme)
 	}
 	p := path.Clean("/" + u.Path)
 	if loc != "" && loc != "/" {

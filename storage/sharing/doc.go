@@ -33,6 +33,26 @@
 //     before the read. A URL refused anyway (403) is renewed once and the
 //     read tried again.
 //
+// # Hostile servers
+//
+// Neither the sharing server nor the file servers behind its URLs are
+// trusted to behave (bounds.go). A query's answer is bounded: 1 GiB, 64
+// MiB a line, its whole within ten times the timeout (--sharing-timeout,
+// default 60 s) and no pause longer than one; a request that gets no
+// answer within the timeout is tried 3 times. A line must be the
+// protocol's: the right JSON types (an error names the field, never a Go
+// type), one action a line, one protocol, a unique non-empty file id, a
+// non-negative size, as many files as metaData.numFiles when given, and an
+// https URL (http only when the endpoint itself is http; file://, s3://
+// and the like are never read; a redirect from https to another scheme is
+// refused). An answer cut short (the connection closed before its end)
+// fails the version. A file server must serve the size the add action
+// announced (Content-Range, Content-Length, every byte of a range inside
+// it) and answer a ranged GET whole within the timeout. Each of these is
+// one line naming the table, the version (or the file) and the cause.
+// Bytes that differ at the announced size cannot be told here (the
+// protocol shares no checksum); the Parquet reader's checks stand.
+//
 // # History
 //
 // A share may not share history: its server refuses queries by version
@@ -53,6 +73,9 @@
 //
 // # Deviations and choices
 //
+//   - A pre-signed URL on another host than the endpoint is read (that is
+//     what pre-signed URLs are: S3, ADLS, GCS); only its scheme is
+//     checked.
 //   - No official Go client exists (delta-sharing ships Python, Spark,
 //     Java and Rust clients); two endpoints are plain net/http here.
 //   - Only the delta response format is read: an answer in the parquet

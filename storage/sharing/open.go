@@ -14,7 +14,7 @@ import (
 func init() { storage.RegisterMatch(IsLocation, Open) }
 
 // Open opens PROFILE.share#share.schema.table.
-func Open(ctx context.Context, location string, _ storage.Options) (storage.Storage, error) {
+func Open(ctx context.Context, location string, opts storage.Options) (storage.Storage, error) {
 	n, err := ParseLocation(location)
 	if err != nil {
 		return nil, err
@@ -23,8 +23,8 @@ func Open(ctx context.Context, location string, _ storage.Options) (storage.Stor
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", location, err)
 	}
-	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
-	c := NewClient(p, n, hc)
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), CheckRedirect: noDowngrade}
+	c := NewClient(p, n, hc, opts.Sharing.Timeout)
 	st, err := newStore(ctx, location, c, hc, slog.Default())
 	if err != nil {
 		var ae *APIError
@@ -42,4 +42,18 @@ func Open(ctx context.Context, location string, _ storage.Options) (storage.Stor
 	}
 	slog.Debug("delta sharing: table opened", "table", location, "endpoint", p.Endpoint)
 	return st, nil
+}
+
+// noDowngrade follows redirects (10 at most, as net/http does) but never
+// from https to another scheme: a pre-signed URL (or the API) that
+// redirects to http would put the data, or the next URL, on the wire in
+// clear.
+func noDowngrade(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
+		return errors.New("redirected from https to a URL that is not https")
+	}
+	return nil
 }

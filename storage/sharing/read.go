@@ -21,9 +21,13 @@ import (
 // queried again, once for every file of that version, before the read.
 // A URL the file server refuses anyway (a clock ahead of ours, a URL
 // revoked early) is renewed once and the read tried again.
-
-// attemptTimeout bounds one ranged GET, from sending it to the last byte.
-const attemptTimeout = 60 * time.Second
+//
+// The file server must serve the file the answer announced: a size other
+// than the add action's (in Content-Range or Content-Length), or fewer
+// bytes than a range within that size, fails the read with one line, so
+// that no caller gets a shorter or longer file than the log says. (Bytes
+// that differ at the same size cannot be told apart here: the protocol
+// shares no checksum; the Parquet reader's own checks stand.)
 
 // ReadAt reads len(p) bytes of a file at off.
 func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (int, error) {
@@ -56,7 +60,7 @@ func (s *Store) ReadAt(ctx context.Context, key string, p []byte, off int64) (in
 	if want == 0 {
 		return 0, nil
 	}
-	b, err := s.get(ctx, key, off, want)
+	b, err := s.get(ctx, key, off, want, u.size)
 	if err != nil {
 		return 0, err
 	}
@@ -99,8 +103,9 @@ func (s *Store) ReadRanges(ctx context.Context, key string, ranges []storage.Ran
 	return out, nil
 }
 
-// get reads n bytes at off (fewer at the end of the file).
-func (s *Store) get(ctx context.Context, key string, off, n int64) ([]byte, error) {
+// get reads n bytes at off (fewer at the end of the file, when its size
+// is not known: size -1).
+func (s *Store) get(ctx context.Context, key string, off, n, size int64) ([]byte, error) {
 	var last error
 	renewed := false
 	for attempt := 0; attempt < 4; attempt++ {
@@ -115,7 +120,7 @@ func (s *Store) get(ctx context.Context, key string, off, n int64) ([]byte, erro
 		if err != nil {
 			return nil, err
 		}
-		b, status, err := s.rangeGET(ctx, u, off, n)
+		b, status, err := s.rangeGET(ctx, u, off, n, size)
 		if err == nil {
 			return b, nil
 		}
@@ -142,9 +147,11 @@ func (s *Store) get(ctx context.Context, key string, off, n int64) ([]byte, erro
 	return nil, last
 }
 
-// rangeGET is one ranged GET; status is the HTTP status (0: no answer).
-func (s *Store) rangeGET(ctx context.Context, u string, off, n int64) ([]byte, int, error) {
-	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+// rangeGET is one ranged GET, within the time limit of one attempt;
+// status is the HTTP status (0: no answer). size is the file's size as
+// announced (-1: not known): the file server must agree with it.
+func (s *Store) rangeGET(ctx context.Context, u string, off, n, size int64) ([]byte, int, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, s.c.timeout, &timeoutError{d: s.c.timeout, whole: true})
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -153,20 +160,30 @@ func (s *Store) rangeGET(ctx context.Context, u string, off, n int64) ([]byte, i
 	req.Header.Set("Range", "bytes="+strconv.FormatInt(off, 10)+"-"+strconv.FormatInt(off+n-1, 10))
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading through the pre-signed URL: %v", cleanNetErr(err))
+		return nil, 0, fmt.Errorf("reading through the pre-signed URL: %v", fileNetErr(ctx, err))
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusPartialContent:
-		start, _, ok := contentRange(resp.Header.Get("Content-Range"))
+		start, total, ok := contentRange(resp.Header.Get("Content-Range"))
 		if !ok || start != off {
 			return nil, resp.StatusCode, fmt.Errorf("the file server answered range %q for bytes %d-%d", resp.Header.Get("Content-Range"), off, off+n-1)
+		}
+		if size >= 0 && total >= 0 && total != size {
+			return nil, resp.StatusCode, sizeMismatch(total, size)
 		}
 	case http.StatusOK:
 		if off != 0 {
 			return nil, resp.StatusCode, errors.New("the file server ignored the byte range")
 		}
+		if size >= 0 && resp.ContentLength >= 0 && resp.ContentLength != size {
+			return nil, resp.StatusCode, sizeMismatch(resp.ContentLength, size)
+		}
 	case http.StatusRequestedRangeNotSatisfiable:
+		if size >= 0 {
+			// ReadAt asks for no byte past the announced size.
+			return nil, resp.StatusCode, fmt.Errorf("the file server has no byte %d, the share announced %d bytes", off, size)
+		}
 		return nil, 0, nil // past the end: io.EOF for the caller
 	default:
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
@@ -174,9 +191,27 @@ func (s *Store) rangeGET(ctx context.Context, u string, off, n int64) ([]byte, i
 	}
 	b, err := io.ReadAll(io.LimitReader(resp.Body, n))
 	if err != nil {
-		return nil, 0, fmt.Errorf("reading through the pre-signed URL: %v", cleanNetErr(err))
+		return nil, 0, fmt.Errorf("reading through the pre-signed URL: %v", fileNetErr(ctx, err))
+	}
+	if size >= 0 && int64(len(b)) < n {
+		return nil, resp.StatusCode, fmt.Errorf("the file server sent %d bytes of the %d at %d, within the announced %d", len(b), n, off, size)
 	}
 	return b, resp.StatusCode, nil
+}
+
+// sizeMismatch is a file server whose file is not the size announced.
+func sizeMismatch(got, want int64) error {
+	return fmt.Errorf("the file server has %d bytes for the file, the share announced %d", got, want)
+}
+
+// fileNetErr is a data GET's transport error: the attempt's time limit
+// when that is what ended it, else the error without its URL.
+func fileNetErr(ctx context.Context, err error) error {
+	var te *timeoutError
+	if ctx.Err() != nil && errors.As(context.Cause(ctx), &te) {
+		return te
+	}
+	return cleanNetErr(err)
 }
 
 // contentRange parses "bytes a-b/total" (total -1 when "*").
@@ -213,7 +248,7 @@ func (s *Store) probeSize(ctx context.Context, key string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, s.c.timeout, &timeoutError{d: s.c.timeout, whole: true})
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
@@ -222,7 +257,7 @@ func (s *Store) probeSize(ctx context.Context, key string) (int64, error) {
 	req.Header.Set("Range", "bytes=0-0")
 	resp, err := s.hc.Do(req)
 	if err != nil {
-		return 0, fmt.Errorf("%s: reading through the pre-signed URL: %v", key, cleanNetErr(err))
+		return 0, fmt.Errorf("%s: reading through the pre-signed URL: %v", key, fileNetErr(ctx, err))
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
