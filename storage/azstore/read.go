@@ -117,29 +117,24 @@ func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *p
 	bc := s.client.NewBlobClient(s.fullKey(key))
 	octx, st, done := s.withOp(ctx, "GetBlob", key)
 	defer done()
-	for attempt := 1; ; attempt++ {
-		res, err, retryable := s.getOnce(policy.WithRetryOptions(octx, noRetry), bc, key, o, off, dst, p)
-		if err == nil {
-			s.st.CountRetries(int(st.Attempts.Load()))
-			return res, nil
-		}
-		n := int(st.Attempts.Load())
-		if !retryable || attempt >= s.opts.MaxAttempts || octx.Err() != nil {
-			s.st.CountRetries(n)
+	var res getResult
+	err := st.Retry(octx, remote.Retrying{
+		Counters: &s.st, MaxAttempts: s.opts.MaxAttempts,
+		Describe: func(err error) string { return s.redact(describe(err)) },
+		Wait: func(ctx context.Context, attempt int, err error) error {
+			return s.health.Sleep(ctx, s.backoff(attempt, err))
+		},
+		Final: func(err error, attempts int) error {
 			if errors.Is(err, errInvalidRange) && p == nil {
-				return res, err
+				return err
 			}
-			return res, s.classify(ctx, "GetBlob", key, err, n)
-		}
-		var be *remote.BodyError
-		if errors.As(err, &be) {
-			st.SetCause(s.redact(describe(err)))
-		}
-		if serr := s.health.Sleep(octx, s.backoff(attempt, err)); serr != nil {
-			s.st.CountRetries(n)
-			return res, s.classify(ctx, "GetBlob", key, serr, n)
-		}
-	}
+			return s.classify(ctx, "GetBlob", key, err, attempts)
+		},
+	}, func() (err error, retryable bool) {
+		res, err, retryable = s.getOnce(policy.WithRetryOptions(octx, noRetry), bc, key, o, off, dst, p)
+		return err, retryable
+	})
+	return res, err
 }
 
 // backoff is the delay before attempt+1: the SDK's formula, so that GETs

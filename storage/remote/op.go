@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 )
@@ -62,4 +63,46 @@ func WithOp(ctx, life context.Context, op, key string, bound time.Duration) (con
 	o.ctx = octx
 	stop := context.AfterFunc(life, cancel)
 	return octx, o, func() { stop(); cancel() }
+}
+
+// Retrying is how an operation whose attempts the store makes itself (a
+// GET, which can also fail while its body is read, after the SDK has
+// returned) is retried; see Op.Retry.
+type Retrying struct {
+	Counters    *Counters
+	MaxAttempts int
+	// Describe says in words why an attempt failed while its body was
+	// read (a *BodyError), for the next attempt's log line.
+	Describe func(error) string
+	// Wait waits before attempt+1 after err, or fails (the context ended,
+	// the endpoint is down).
+	Wait func(ctx context.Context, attempt int, err error) error
+	// Final turns the error that ends the operation into the store's,
+	// with the number of attempts made.
+	Final func(err error, attempts int) error
+}
+
+// Retry runs attempt until it succeeds, fails for good (not retryable),
+// ctx ends or MaxAttempts attempts are spent, waiting r.Wait between two,
+// and counts the operation's retries. ctx is the operation's (WithOp).
+func (o *Op) Retry(ctx context.Context, r Retrying, attempt func() (err error, retryable bool)) error {
+	for i := 1; ; i++ {
+		err, retryable := attempt()
+		if err == nil {
+			r.Counters.CountRetries(o.AttemptCount())
+			return nil
+		}
+		if !retryable || i >= r.MaxAttempts || ctx.Err() != nil {
+			r.Counters.CountRetries(o.AttemptCount())
+			return r.Final(err, o.AttemptCount())
+		}
+		var be *BodyError
+		if errors.As(err, &be) {
+			o.SetCause(r.Describe(err))
+		}
+		if werr := r.Wait(ctx, i, err); werr != nil {
+			r.Counters.CountRetries(o.AttemptCount())
+			return r.Final(werr, o.AttemptCount())
+		}
+	}
 }

@@ -104,30 +104,22 @@ func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *p
 	}
 	octx, st, done := s.withOp(ctx, "GetObject", key)
 	defer done()
-	for attempt := 1; ; attempt++ {
-		res, err, retryable := s.getOnce(octx, key, in, off, dst, p)
-		if err == nil {
-			s.st.CountRetries(int(st.Attempts.Load()))
-			return res, nil
-		}
-		n := int(st.Attempts.Load())
-		if !retryable || attempt >= s.opts.MaxAttempts || octx.Err() != nil {
-			s.st.CountRetries(n)
+	var res getResult
+	err := st.Retry(octx, remote.Retrying{
+		Counters: &s.st, MaxAttempts: s.opts.MaxAttempts,
+		Describe: describe, // the next attempt's log line says why (httpClient.Do)
+		Wait:     s.sleep,
+		Final: func(err error, attempts int) error {
 			if errors.Is(err, errInvalidRange) && p == nil {
-				return res, err
+				return err
 			}
-			return res, s.classify(ctx, "GetObject", key, err, n)
-		}
-		// The next attempt's log line says why (httpClient.Do).
-		var be *remote.BodyError
-		if errors.As(err, &be) {
-			st.SetCause(describe(err))
-		}
-		if serr := s.sleep(octx, attempt, err); serr != nil {
-			s.st.CountRetries(n)
-			return res, s.classify(ctx, "GetObject", key, serr, n)
-		}
-	}
+			return s.classify(ctx, "GetObject", key, err, attempts)
+		},
+	}, func() (err error, retryable bool) {
+		res, err, retryable = s.getOnce(octx, key, in, off, dst, p)
+		return err, retryable
+	})
+	return res, err
 }
 
 // noSDKRetry makes the SDK send a request once; get retries itself.
