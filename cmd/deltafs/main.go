@@ -18,10 +18,7 @@ import (
 
 	_ "github.com/deltafs/deltafs/catalog/unity" // uc://catalog.schema.table
 	"github.com/deltafs/deltafs/storage"
-	"github.com/deltafs/deltafs/storage/azstore"
-	"github.com/deltafs/deltafs/storage/gcsstore"
 	"github.com/deltafs/deltafs/storage/remote"
-	"github.com/deltafs/deltafs/storage/s3store"
 	"github.com/deltafs/deltafs/storage/sharing" // PROFILE.share#share.schema.table
 	"github.com/deltafs/deltafs/table"
 )
@@ -81,8 +78,8 @@ func init() {
 	pf.StringVar(&global.storage.S3.Region, "s3-region", "", "S3 region (default: from the AWS configuration, else us-east-1)")
 	pf.BoolVar(&global.storage.S3.PathStyle, "s3-path-style", false, "use path-style S3 URLs (MinIO, Ceph)")
 	pf.BoolVar(&global.storage.S3.Anonymous, "s3-anonymous", false, "send unsigned S3 requests (public buckets)")
-	pf.DurationVar(&global.storage.S3.Timeout, "s3-timeout", s3store.DefaultRequestTimeout, "S3: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
-	pf.IntVar(&s3Retries, "s3-retries", s3store.DefaultMaxAttempts-1, "S3: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
+	pf.DurationVar(&global.storage.S3.Timeout, "s3-timeout", remote.DefaultRequestTimeout, "S3: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
+	pf.IntVar(&s3Retries, "s3-retries", remote.DefaultMaxAttempts-1, "S3: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
 	pf.DurationVar(&downAfter, "down-after", remote.DefaultDownAfter, "S3, Azure, GCS: once requests have failed to reach the endpoint for this long (refused, reset, no answer), fail them at once, without retries, until it answers again (probed every 5s); 0: never")
 	// The S3-only name it had before Azure and GCS had a breaker.
 	pf.DurationVar(&downAfter, "s3-down-after", remote.DefaultDownAfter, "the former name of --down-after")
@@ -92,13 +89,13 @@ func init() {
 	pf.StringVar(&global.storage.Catalog.Profile, "uc-profile", "", "profile of ~/.databrickscfg for uc:// tables (default: DATABRICKS_CONFIG_PROFILE, else DEFAULT)")
 	pf.StringVar(&global.storage.Azure.Endpoint, "azure-endpoint", "", "Azure Blob service URL of the account, for emulators and sovereign clouds (default: BlobEndpoint of AZURE_STORAGE_CONNECTION_STRING, else from the location)")
 	pf.BoolVar(&global.storage.Azure.Anonymous, "azure-anonymous", false, "Azure: send requests without credentials (public containers)")
-	pf.DurationVar(&global.storage.Azure.Timeout, "azure-timeout", azstore.DefaultRequestTimeout, "Azure: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
-	pf.IntVar(&azRetries, "azure-retries", azstore.DefaultMaxAttempts-1, "Azure: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
+	pf.DurationVar(&global.storage.Azure.Timeout, "azure-timeout", remote.DefaultRequestTimeout, "Azure: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
+	pf.IntVar(&azRetries, "azure-retries", remote.DefaultMaxAttempts-1, "Azure: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
 	pf.StringVar(&global.storage.GCS.Endpoint, "gcs-endpoint", "", "GCS endpoint URL (fake-gcs-server, private endpoints); requests stay authenticated (default: STORAGE_EMULATOR_HOST without authentication, else Google)")
 	pf.BoolVar(&global.storage.GCS.Anonymous, "gcs-anonymous", false, "send unauthenticated GCS requests (public buckets)")
 	pf.DurationVar(&global.storage.Sharing.Timeout, "sharing-timeout", sharing.DefaultTimeout, "Delta Sharing: longest pause of the sharing server or a pre-signed URL's file server (until an answer's headers, then between two parts of it); a query's answer must arrive whole within ten times it, a data file's read within it")
-	pf.DurationVar(&global.storage.GCS.Timeout, "gcs-timeout", gcsstore.DefaultRequestTimeout, "GCS: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
-	pf.IntVar(&gcsRetries, "gcs-retries", gcsstore.DefaultMaxAttempts-1, "GCS: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
+	pf.DurationVar(&global.storage.GCS.Timeout, "gcs-timeout", remote.DefaultRequestTimeout, "GCS: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
+	pf.IntVar(&gcsRetries, "gcs-retries", remote.DefaultMaxAttempts-1, "GCS: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
 	rootCmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 }
 

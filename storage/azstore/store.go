@@ -23,23 +23,9 @@ func init() {
 	}
 }
 
-// Defaults of Options.
-const (
-	DefaultMaxAttempts    = remote.DefaultMaxAttempts
-	DefaultRetryDelay     = time.Second
-	DefaultMaxBackoff     = remote.DefaultMaxBackoff
-	DefaultRequestTimeout = remote.DefaultRequestTimeout
-	DefaultConnectTimeout = remote.DefaultConnectTimeout
-	DefaultDownAfter      = remote.DefaultDownAfter
-	DefaultProbeInterval  = remote.DefaultProbeInterval
-	DefaultMaxConcurrency = remote.DefaultMaxConcurrency
-	DefaultCoalesceGap    = remote.DefaultCoalesceGap
-	DefaultMaxCoalesce    = remote.DefaultMaxCoalesce
-)
-
-// LastCheckpointKey is the one key of a Delta table that is rewritten in
-// place; by default it is never pinned (see Options.Mutable).
-const LastCheckpointKey = remote.LastCheckpointKey
+// DefaultRetryDelay is the default of Options.RetryDelay (the other defaults
+// are remote's, shared by every backend).
+const DefaultRetryDelay = time.Second
 
 // Options configure a Store. The zero value of every field means its
 // default.

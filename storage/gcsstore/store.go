@@ -28,23 +28,6 @@ func init() {
 	})
 }
 
-// Defaults of Options.
-const (
-	DefaultMaxAttempts    = remote.DefaultMaxAttempts
-	DefaultMaxBackoff     = remote.DefaultMaxBackoff
-	DefaultRequestTimeout = remote.DefaultRequestTimeout
-	DefaultConnectTimeout = remote.DefaultConnectTimeout
-	DefaultDownAfter      = remote.DefaultDownAfter
-	DefaultProbeInterval  = remote.DefaultProbeInterval
-	DefaultMaxConcurrency = remote.DefaultMaxConcurrency
-	DefaultCoalesceGap    = remote.DefaultCoalesceGap
-	DefaultMaxCoalesce    = remote.DefaultMaxCoalesce
-)
-
-// LastCheckpointKey is the one key of a Delta table that is rewritten in
-// place; by default it is never pinned (see Options.Mutable).
-const LastCheckpointKey = remote.LastCheckpointKey
-
 // EmulatorEnv is the environment variable of Google's SDK that points it
 // at an emulator (fake-gcs-server): host:port or a URL, no authentication.
 const EmulatorEnv = "STORAGE_EMULATOR_HOST"

@@ -34,23 +34,9 @@ func init() {
 	})
 }
 
-// Defaults of Options.
-const (
-	DefaultMaxAttempts    = remote.DefaultMaxAttempts
-	DefaultMaxBackoff     = remote.DefaultMaxBackoff
-	DefaultRequestTimeout = remote.DefaultRequestTimeout
-	DefaultMaxConcurrency = remote.DefaultMaxConcurrency
-	DefaultCoalesceGap    = remote.DefaultCoalesceGap
-	DefaultMaxCoalesce    = remote.DefaultMaxCoalesce
-	DefaultConnectTimeout = remote.DefaultConnectTimeout
-	DefaultDownAfter      = remote.DefaultDownAfter
-	DefaultProbeInterval  = remote.DefaultProbeInterval
-	DefaultSlowAnswer     = 5 * time.Second
-)
-
-// LastCheckpointKey is the one key of a Delta table that is rewritten in
-// place; by default it is never pinned (see Options.Mutable).
-const LastCheckpointKey = remote.LastCheckpointKey
+// DefaultSlowAnswer is the default of Options.SlowAnswer (the other defaults
+// are remote's, shared by every backend).
+const DefaultSlowAnswer = 5 * time.Second
 
 // Options configure a Store. The zero value of every field means its
 // default.

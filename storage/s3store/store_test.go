@@ -21,6 +21,7 @@ import (
 
 	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/s3store"
 )
 
@@ -179,7 +180,7 @@ func TestPinning(t *testing.T) {
 	s3test.Put(t, ep, bucket, "t/a.parquet", v1)
 	s3test.Put(t, ep, bucket, "t/b.parquet", v1)
 	s3test.Put(t, ep, bucket, "t/c.parquet", v1)
-	s3test.Put(t, ep, bucket, "t/"+s3store.LastCheckpointKey, []byte(`{"version":1}`))
+	s3test.Put(t, ep, bucket, "t/"+remote.LastCheckpointKey, []byte(`{"version":1}`))
 
 	// a: pinned by Stat, same size, other bytes.
 	if _, err := st.Stat(ctx, "a.parquet"); err != nil {
@@ -193,13 +194,13 @@ func TestPinning(t *testing.T) {
 	if _, err := st.ReadAt(ctx, "c.parquet", make([]byte, 10), 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := storage.ReadAll(ctx, st, s3store.LastCheckpointKey); err != nil {
+	if _, err := storage.ReadAll(ctx, st, remote.LastCheckpointKey); err != nil {
 		t.Fatal(err)
 	}
 	s3test.Put(t, ep, bucket, "t/a.parquet", v2)
 	s3test.Put(t, ep, bucket, "t/b.parquet", v2)
 	s3test.Put(t, ep, bucket, "t/c.parquet", append(v1, 1, 2, 3))
-	s3test.Put(t, ep, bucket, "t/"+s3store.LastCheckpointKey, []byte(`{"version":22}`))
+	s3test.Put(t, ep, bucket, "t/"+remote.LastCheckpointKey, []byte(`{"version":22}`))
 
 	for _, key := range []string{"a.parquet", "b.parquet", "c.parquet"} {
 		n, err := st.ReadAt(ctx, key, make([]byte, 100), 0)
@@ -221,7 +222,7 @@ func TestPinning(t *testing.T) {
 		}
 	}
 	// _last_checkpoint is rewritten in place by design: never pinned.
-	b, err := storage.ReadAll(ctx, st, s3store.LastCheckpointKey)
+	b, err := storage.ReadAll(ctx, st, remote.LastCheckpointKey)
 	if err != nil || string(b) != `{"version":22}` {
 		t.Errorf("_last_checkpoint = %q, %v", b, err)
 	}
