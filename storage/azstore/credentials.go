@@ -25,7 +25,7 @@ func (s *Store) connect(ctx context.Context) error {
 	if v := os.Getenv("AZURE_STORAGE_CONNECTION_STRING"); v != "" && !s.opts.AzureOptions.Anonymous && !vended {
 		c, err := parseConnString(v)
 		if err != nil {
-			return &Error{Location: s.loc, Op: "credentials", Reason: err.Error(), tableWide: true, Permanent: true}
+			return &Error{Location: s.loc, Reason: err.Error(), Wide: true, Permanent: true}
 		}
 		cs = &c
 		s.secrets = append(s.secrets, c.key, c.sas)
@@ -38,7 +38,7 @@ func (s *Store) connect(ctx context.Context) error {
 		s.account = cs.account
 	}
 	if cs != nil && cs.account != "" && s.account != "" && !strings.EqualFold(cs.account, s.account) {
-		return &Error{Location: s.loc, Op: "credentials", tableWide: true, Permanent: true,
+		return &Error{Location: s.loc, Wide: true, Permanent: true,
 			Reason: fmt.Sprintf("AZURE_STORAGE_CONNECTION_STRING is for account %s, the location names account %s", cs.account, s.account)}
 	}
 
@@ -53,13 +53,13 @@ func (s *Store) connect(ctx context.Context) error {
 		endpoint = "https://" + s.account + ".blob.core.windows.net"
 	}
 	if endpoint == "" {
-		return &Error{Location: s.loc, tableWide: true, Permanent: true,
+		return &Error{Location: s.loc, Wide: true, Permanent: true,
 			Reason: "no storage account: set AZURE_STORAGE_ACCOUNT_NAME or AZURE_STORAGE_CONNECTION_STRING, or give the location as abfss://container@account.dfs.core.windows.net/path"}
 	}
 	u, err := url.Parse(endpoint)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.User != nil {
 		// The endpoint may come from a connection string: do not echo it.
-		return &Error{Location: s.loc, tableWide: true, Permanent: true,
+		return &Error{Location: s.loc, Wide: true, Permanent: true,
 			Reason: "the Azure Blob endpoint is not an http(s)://host[/path] URL without query or credentials (--azure-endpoint, or BlobEndpoint in AZURE_STORAGE_CONNECTION_STRING)"}
 	}
 	s.endpoint = strings.TrimSuffix(u.String(), "/")
@@ -81,12 +81,12 @@ func (s *Store) connect(ctx context.Context) error {
 	sasURL := func(sas string) string { return containerURL + "?" + strings.TrimPrefix(sas, "?") }
 	sharedKey := func(account, key, source string) error {
 		if account == "" {
-			return &Error{Location: s.loc, Op: "credentials", tableWide: true, Permanent: true,
+			return &Error{Location: s.loc, Wide: true, Permanent: true,
 				Reason: "an account key needs the account's name (AZURE_STORAGE_ACCOUNT_NAME, or a location naming it)"}
 		}
 		cred, err := container.NewSharedKeyCredential(account, key)
 		if err != nil {
-			return &Error{Location: s.loc, Op: "credentials", tableWide: true, Permanent: true,
+			return &Error{Location: s.loc, Wide: true, Permanent: true,
 				Reason: "the account key in " + source + " is not valid base64"}
 		}
 		s.source = "account key from " + source
@@ -143,7 +143,7 @@ func (s *Store) connect(ctx context.Context) error {
 		if asError(err, &e) {
 			return e
 		}
-		return &Error{Location: s.loc, Op: "credentials", tableWide: true, Permanent: true, Reason: "cannot build the Azure client", detail: s.redact(oneLine(err.Error()))}
+		return &Error{Location: s.loc, Wide: true, Permanent: true, Reason: "cannot build the Azure client", Detail: s.redact(oneLine(err.Error()))}
 	}
 	return nil
 }
@@ -153,8 +153,8 @@ func (s *Store) noCredentials(err error) error {
 	// azidentity lists every credential it tried over many lines, with
 	// URLs and rules: its first line says enough next to the reason.
 	first, _, _ := strings.Cut(strings.TrimSpace(err.Error()), "\n")
-	return &Error{Location: s.loc, Op: "credentials", tableWide: true, Permanent: true,
-		Reason: reasonNoCredentials, detail: s.redact(strings.TrimSuffix(oneLine(first), "."))}
+	return &Error{Location: s.loc, Wide: true, Permanent: true,
+		Reason: reasonNoCredentials, Detail: s.redact(strings.TrimSuffix(oneLine(first), "."))}
 }
 
 // oneLine folds a multi-line message (azidentity lists every credential it

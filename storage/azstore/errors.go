@@ -16,45 +16,10 @@ import (
 	"github.com/deltafs/deltafs/storage/remote"
 )
 
-// Error is a failed Azure operation. Its message names the blob (or the
-// table, for container, credential and endpoint problems), says what went
-// wrong in words, and ends with the operation and the server's answer
-// (status and error code). It never contains a URL, a key or a SAS token.
-//
-// errors.Is matches the storage sentinel it stands for (ErrNotExist,
-// ErrExist, ErrChanged), if any, and errors.As reaches the SDK's error
-// (*azcore.ResponseError).
-type Error struct {
-	Location string // the table's location
-	Op       string // GetBlob, GetProperties, ListBlobs, PutBlob, credentials
-	Key      string // key relative to the table; "" for the table itself
-	Reason   string // what went wrong, in words
-	Attempts int    // attempts made (0 when unknown)
-	// Permanent is set when retrying cannot help (not found, denied, bad
-	// credentials, missing container, changed blob).
-	Permanent bool
-	Err       error // cause, or nil
-
-	detail    string // the cause in words (status and code), redacted
-	kind      error  // storage sentinel (or the context's error), or nil
-	tableWide bool   // the table's problem (container, credentials, endpoint), not the key's
-}
-
-func (e *Error) Error() string {
-	op := e.Op
-	if op == "credentials" {
-		op = ""
-	}
-	return remote.Message(e.Location, e.Key, e.Reason, e.kind == storage.ErrNotExist, e.tableWide, op, e.Attempts, e.detail)
-}
-
-// TableWide reports whether the error is the table's (missing container,
-// refused credentials, unreachable endpoint) rather than one key's; see
-// storage.IsTableWide.
-func (e *Error) TableWide() bool { return e.tableWide }
-
-// Unwrap returns the storage sentinel and the cause.
-func (e *Error) Unwrap() []error { return remote.Unwrap(e.kind, e.Err) }
+// Error is a failed Azure operation (see remote.Error); errors.As reaches
+// the SDK's error (*azcore.ResponseError). Its Detail is redacted: it
+// never holds a URL, a key or a SAS token.
+type Error = remote.Error
 
 func asError(err error, e **Error) bool { return errors.As(err, e) }
 
@@ -113,7 +78,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	if errors.As(err, &e) {
 		return err
 	}
-	e = &Error{Location: s.loc, Op: op, Key: key, Attempts: attempts, Err: err, detail: s.redact(describe(err))}
+	e = &Error{Location: s.loc, Op: op, Key: key, Attempts: attempts, Err: err, Detail: s.redact(describe(err))}
 	status, code := respError(err)
 	var ne net.Error
 	var dns *net.DNSError
@@ -123,38 +88,38 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	case errors.As(err, &ve):
 		// The catalog's word (revoked, expired and not renewed) says it
 		// all; the SDK's wrapping would only repeat it.
-		e.Op, e.Reason, e.detail, e.Attempts, e.Err = "", s.redact(oneLine(ve.Error())), "", 0, ve
-		e.Permanent, e.tableWide = true, true
+		e.Op, e.Reason, e.Detail, e.Attempts, e.Err = "", s.redact(oneLine(ve.Error())), "", 0, ve
+		e.Permanent, e.Wide = true, true
 	case errors.As(err, &ue):
 		// The message says it all: the endpoint, since when, why, and
 		// that it is being probed. Not Permanent: it passes when the
 		// endpoint answers again.
-		e.Op, e.Reason, e.detail, e.Attempts, e.Err = "", ue.Error(), "", 0, ue
-		e.tableWide = true
+		e.Op, e.Reason, e.Detail, e.Attempts, e.Err = "", ue.Error(), "", 0, ue
+		e.Wide = true
 	case s.life.Err() != nil && ctx.Err() == nil:
-		e.Reason, e.detail, e.Err, e.Permanent = "request abandoned: the store was closed", "", nil, true
+		e.Reason, e.Detail, e.Err, e.Permanent = "request abandoned: the store was closed", "", nil, true
 	case isCanceled(ctx, err) || (ctx.Err() != nil && status == 0):
-		e.Reason, e.detail, e.Permanent = "canceled", "", true
+		e.Reason, e.Detail, e.Permanent = "canceled", "", true
 		if cerr := ctx.Err(); cerr != nil {
-			e.Reason, e.kind = cerr.Error(), cerr
+			e.Reason, e.Kind = cerr.Error(), cerr
 		}
 	case code == "BlobNotFound" || (status == http.StatusNotFound && code == "" && op != "ListBlobs"):
-		e.Reason, e.kind, e.Permanent = reasonNotExist, storage.ErrNotExist, true
+		e.Reason, e.Kind, e.Permanent = reasonNotExist, storage.ErrNotExist, true
 	case code == "ContainerNotFound":
 		e.Reason = fmt.Sprintf("container %s does not exist%s", s.where.Container, s.inAccount())
-		e.kind, e.Permanent, e.tableWide = storage.ErrNotExist, true, true
+		e.Kind, e.Permanent, e.Wide = storage.ErrNotExist, true, true
 	case code == "ResourceNotFound" && s.opts.AzureOptions.Anonymous:
 		e.Reason = fmt.Sprintf("container %s does not exist%s or is not public (anonymous access)", s.where.Container, s.inAccount())
-		e.kind, e.Permanent, e.tableWide = storage.ErrNotExist, true, true
+		e.Kind, e.Permanent, e.Wide = storage.ErrNotExist, true, true
 	case code == "AuthenticationFailed" || code == "InvalidAuthenticationInfo":
 		e.Reason = "invalid credentials: the service refused the request's signature (check the account key or SAS token, and that it is for this account)"
-		e.Permanent, e.tableWide = true, true
+		e.Permanent, e.Wide = true, true
 	case code == "NoAuthenticationInformation":
 		e.Reason = "the container is not public: credentials are required (AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY, AZURE_STORAGE_SAS_TOKEN or an Azure identity)"
-		e.Permanent, e.tableWide = true, true
+		e.Permanent, e.Wide = true, true
 	case strings.HasPrefix(code, "Authorization") || code == "InsufficientAccountPermissions" || code == "AccountIsDisabled" || status == http.StatusForbidden:
 		e.Reason = "access denied (check the credentials: the account key or SAS token and its permissions, or the Azure identity's role; reading needs read and list, importing also write)"
-		e.Permanent, e.tableWide = true, true
+		e.Permanent, e.Wide = true, true
 	case code == "ServerBusy" || status == http.StatusTooManyRequests || code == "OperationTimedOut" && status == http.StatusServiceUnavailable:
 		e.Reason = "the service is throttling requests; gave up"
 		if attempts > 1 {
@@ -166,15 +131,15 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 		e.Reason, e.Permanent = "request refused", !retryableStatus(status)
 	case errors.As(err, &dns):
 		e.Reason = "cannot resolve the Azure endpoint's host " + dns.Name
-		e.tableWide, e.detail = true, ""
+		e.Wide, e.Detail = true, ""
 	case errors.Is(err, syscall.ECONNREFUSED):
 		e.Reason = fmt.Sprintf("cannot connect to the Azure endpoint %s (connection refused)", s.endpoint)
-		e.tableWide, e.detail = true, ""
+		e.Wide, e.Detail = true, ""
 	case errors.As(err, &ne) && ne.Timeout():
 		e.Reason = fmt.Sprintf("request timed out (limit %v per attempt, %v to connect)", s.opts.RequestTimeout, s.opts.ConnectTimeout)
 		// The per-attempt timeout is the store's, not the caller's: the
 		// error must not read as the caller's context expiring.
-		e.Err = remote.Timeout{Msg: e.detail}
+		e.Err = remote.Timeout{Msg: e.Detail}
 	default:
 		e.Reason = remote.IOReason(err)
 	}
@@ -196,5 +161,5 @@ func errChanged(s *Store, op, key, detail string) *Error {
 	if detail != "" {
 		r += ": " + detail
 	}
-	return &Error{Location: s.loc, Op: op, Key: key, Reason: r, kind: storage.ErrChanged, Permanent: true}
+	return &Error{Location: s.loc, Op: op, Key: key, Reason: r, Kind: storage.ErrChanged, Permanent: true}
 }

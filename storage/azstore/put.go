@@ -48,7 +48,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, ifAbsent bool)
 				return nil
 			}
 		}
-		return &Error{Location: s.loc, Op: "PutBlob", Key: key, Reason: reasonExists, Attempts: n, Err: err, detail: describe(err), kind: storage.ErrExist, Permanent: true}
+		return &Error{Location: s.loc, Op: "PutBlob", Key: key, Reason: reasonExists, Attempts: n, Err: err, Detail: describe(err), Kind: storage.ErrExist, Permanent: true}
 	}
 	return s.classify(ctx, "PutBlob", key, err, n)
 }

@@ -19,43 +19,9 @@ import (
 	"github.com/deltafs/deltafs/storage/remote"
 )
 
-// Error is a failed GCS operation. Its message names the object (or the
-// table, for bucket and credential problems), says what went wrong in
-// words, and ends with the operation and the cause. It is one line and
-// never contains credentials or tokens.
-//
-// errors.Is matches the storage sentinel it stands for (ErrNotExist,
-// ErrExist, ErrChanged), if any, and errors.As reaches the SDK's error.
-type Error struct {
-	Location string // gs://bucket/prefix
-	Op       string // stat, read, list, put, credentials
-	Key      string // key relative to the table; "" for the table itself
-	Reason   string // what went wrong, in words
-	Attempts int    // attempts made (0 when unknown)
-	// Permanent is set when retrying cannot help (not found, denied, bad
-	// credentials, missing bucket, changed object).
-	Permanent bool
-	Err       error // cause, or nil
-
-	kind      error // storage sentinel (or the context's error), or nil
-	tableWide bool  // the table's problem (bucket, credentials, endpoint), not the key's
-	quiet     bool  // Err adds nothing to the message
-}
-
-func (e *Error) Error() string {
-	cause := ""
-	if e.Err != nil && !e.quiet {
-		cause = describe(e.Err)
-	}
-	return remote.Message(e.Location, e.Key, e.Reason, e.kind == storage.ErrNotExist, e.tableWide, remote.TableOp(e.Op, e.Key, e.tableWide), e.Attempts, cause)
-}
-
-// TableWide reports whether the error is the table's rather than one
-// key's; see storage.IsTableWide.
-func (e *Error) TableWide() bool { return e.tableWide }
-
-// Unwrap returns the storage sentinel and the cause.
-func (e *Error) Unwrap() []error { return remote.Unwrap(e.kind, e.Err) }
+// Error is a failed GCS operation (see remote.Error); errors.As reaches
+// the SDK's error.
+type Error = remote.Error
 
 // Reasons, in words.
 const (
@@ -134,7 +100,7 @@ func httpCode(err error) int {
 
 // tokenError explains a failure to get the first access token.
 func (s *Store) tokenError(err error) error {
-	e := &Error{Location: s.loc, Op: "credentials", Err: oneLine(err), tableWide: true, Permanent: true}
+	e := &Error{Location: s.loc, Op: "credentials", Err: oneLine(err), Detail: describe(err), Wide: true, Permanent: true}
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode >= 400 && re.Response.StatusCode < 500 {
 		e.Reason = reasonBadToken
@@ -155,6 +121,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 		return err
 	}
 	e = &Error{Location: s.loc, Op: op, Key: key, Attempts: attempts, Err: err}
+	quiet := false // the message says it all: no cause in words
 	code := httpCode(err)
 	var ne net.Error
 	var be *remote.BodyError
@@ -175,37 +142,37 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 		// The catalog's word (revoked, expired and not renewed) says it
 		// all; the SDK's wrapping would only repeat it.
 		e.Op, e.Reason, e.Attempts, e.Err = "", oneLineString(ve.Error()), 0, ve
-		e.Permanent, e.tableWide, e.quiet = true, true, true
+		e.Permanent, e.Wide, quiet = true, true, true
 	case ue != nil:
 		// The message says it all: the endpoint, since when, why, and
 		// that it is being probed. Not Permanent: it passes when the
 		// endpoint answers again.
 		e.Op, e.Reason, e.Attempts, e.Err = "", ue.Error(), 0, ue
-		e.tableWide, e.quiet = true, true
+		e.Wide, quiet = true, true
 	case (s.life.Err() != nil || errors.As(err, &ce)) && ctx.Err() == nil:
 		e.Reason = "request abandoned: the store was closed"
-		e.Permanent, e.quiet, e.Err = true, true, nil
+		e.Permanent, quiet, e.Err = true, true, nil
 	case ctx.Err() != nil && isCanceled(ctx, err):
-		e.Reason, e.kind = ctx.Err().Error(), ctx.Err()
-		e.Permanent, e.quiet = true, true
+		e.Reason, e.Kind = ctx.Err().Error(), ctx.Err()
+		e.Permanent, quiet = true, true
 	case errors.Is(err, gcs.ErrBucketNotExist):
 		e.Reason = fmt.Sprintf("bucket %s does not exist", s.bucketName)
-		e.kind, e.Permanent, e.tableWide, e.quiet = storage.ErrNotExist, true, true, true
+		e.Kind, e.Permanent, e.Wide, quiet = storage.ErrNotExist, true, true, true
 	case errors.Is(err, gcs.ErrObjectNotExist) || (code == 404 && op != "list"):
-		e.Reason, e.kind, e.Permanent = reasonNotExist, storage.ErrNotExist, true
+		e.Reason, e.Kind, e.Permanent = reasonNotExist, storage.ErrNotExist, true
 	case code == 404:
 		e.Reason = fmt.Sprintf("bucket %s does not exist", s.bucketName)
-		e.kind, e.Permanent, e.tableWide = storage.ErrNotExist, true, true
+		e.Kind, e.Permanent, e.Wide = storage.ErrNotExist, true, true
 	case errors.As(err, &re):
 		// The token expired and could not be renewed.
-		e.Reason, e.Permanent, e.tableWide, e.Err = reasonBadToken, true, true, oneLine(err)
+		e.Reason, e.Permanent, e.Wide, e.Err = reasonBadToken, true, true, oneLine(err)
 		if re.Response == nil || re.Response.StatusCode >= 500 {
 			e.Reason = reasonNoToken
 		}
 	case code == 401:
-		e.Reason, e.Permanent, e.tableWide = reasonUnauthorized, true, true
+		e.Reason, e.Permanent, e.Wide = reasonUnauthorized, true, true
 	case code == 403:
-		e.Reason, e.Permanent, e.tableWide = reasonDenied, true, true
+		e.Reason, e.Permanent, e.Wide = reasonDenied, true, true
 	case code == 429:
 		e.Reason = fmt.Sprintf("the server is throttling requests; gave up after %d attempts", attempts)
 	case code >= 500:
@@ -217,7 +184,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 		switch {
 		case errors.Is(err, syscall.ECONNREFUSED) || strings.Contains(msg, "connection refused"):
 			e.Reason = fmt.Sprintf("cannot connect to the GCS endpoint %s (connection refused)", s.endpoint)
-			e.tableWide, e.quiet = true, true
+			e.Wide, quiet = true, true
 		case errors.As(err, &be):
 			e.Reason = "response body cut short"
 		case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
@@ -225,7 +192,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 			// Not the caller's context expiring: upper layers take that
 			// for an interrupted request. Still a timeout to them (the
 			// mount logs "storage timed out"), as with the other stores.
-			e.Err, e.quiet = remote.Timeout{Msg: e.Reason}, true
+			e.Err, quiet = remote.Timeout{Msg: e.Reason}, true
 		case strings.Contains(msg, "connection reset") || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
 			e.Reason = "connection lost (reset or closed by the server)"
 		default:
@@ -235,6 +202,9 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 			e.Reason += fmt.Sprintf("; gave up after %d attempts", attempts)
 		}
 	}
+	if !quiet && e.Err != nil {
+		e.Detail = describe(e.Err)
+	}
 	return e
 }
 
@@ -243,5 +213,5 @@ func errChanged(s *Store, key, detail string) *Error {
 	if detail != "" {
 		r += ": " + detail
 	}
-	return &Error{Location: s.loc, Op: "read", Key: key, Reason: r, kind: storage.ErrChanged, Permanent: true}
+	return &Error{Location: s.loc, Op: "read", Key: key, Reason: r, Kind: storage.ErrChanged, Permanent: true}
 }

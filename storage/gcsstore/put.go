@@ -55,7 +55,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, ifAbsent bool)
 				return nil
 			}
 		}
-		return &Error{Location: s.loc, Op: "put", Key: key, Reason: reasonExists, Attempts: n, kind: storage.ErrExist, Permanent: true, quiet: true}
+		return &Error{Location: s.loc, Op: "put", Key: key, Reason: reasonExists, Attempts: n, Kind: storage.ErrExist, Permanent: true}
 	}
 	return s.classify(ctx, "put", key, err, n)
 }

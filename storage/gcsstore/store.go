@@ -206,7 +206,7 @@ func (s *Store) tokenSource(ctx context.Context, ts oauth2.TokenSource) (oauth2.
 	if ts == nil {
 		creds, err := google.FindDefaultCredentials(tctx, gcs.ScopeReadWrite)
 		if err != nil {
-			return nil, &Error{Location: s.loc, Op: "credentials", Reason: reasonNoCredentials, Err: oneLine(err), tableWide: true, Permanent: true}
+			return nil, &Error{Location: s.loc, Op: "credentials", Reason: reasonNoCredentials, Err: oneLine(err), Detail: describe(err), Wide: true, Permanent: true}
 		}
 		ts = creds.TokenSource
 	}
@@ -223,7 +223,7 @@ func (s *Store) tokenSource(ctx context.Context, ts oauth2.TokenSource) (oauth2.
 	select {
 	case r = <-ch:
 	case <-ctx.Done():
-		return nil, &Error{Location: s.loc, Op: "credentials", Reason: ctx.Err().Error(), kind: ctx.Err(), Permanent: true, quiet: true}
+		return nil, &Error{Location: s.loc, Op: "credentials", Reason: ctx.Err().Error(), Kind: ctx.Err(), Permanent: true}
 	case <-time.After(30 * time.Second):
 		r.err = errors.New("no token within 30s")
 	}

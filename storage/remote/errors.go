@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"syscall"
+
+	"github.com/deltafs/deltafs/storage"
 )
 
 // Message is the one line of a backend's Error: the object (or the table,
@@ -97,3 +99,40 @@ func IOReason(err error) string {
 		return "I/O error"
 	}
 }
+
+// Error is a failed operation of an object store (S3, Azure, GCS; each
+// backend's Error is this type). Its message names the object (or the
+// table, for bucket, container, credential and endpoint problems), says
+// what went wrong in words, and ends with the operation and the cause
+// (Detail). It never contains credentials: backends redact Detail.
+//
+// errors.Is matches the storage sentinel it stands for (Kind: ErrNotExist,
+// ErrExist, ErrChanged, or the context's error), if any, and errors.As
+// reaches the cause (Err: the SDK's error).
+type Error struct {
+	Location string // the table's location (s3://bucket/prefix, ...)
+	Op       string // the store's operation (GetObject, GetBlob, read, ...); "" for none
+	Key      string // key relative to the table; "" for the table itself
+	Reason   string // what went wrong, in words
+	Attempts int    // attempts made (0 when unknown)
+	// Permanent is set when retrying cannot help (not found, denied, bad
+	// credentials, missing bucket, changed object).
+	Permanent bool
+	Err       error  // the cause, or nil
+	Kind      error  // the storage sentinel or context error it stands for, or nil
+	Wide      bool   // the table's problem (bucket, credentials, endpoint), not the key's
+	Detail    string // the cause in words, as the message ends with it ("": none)
+}
+
+func (e *Error) Error() string {
+	// "s3://b/t/k: object does not exist" says it all.
+	return Message(e.Location, e.Key, e.Reason, e.Kind == storage.ErrNotExist, e.Wide, TableOp(e.Op, e.Key, e.Wide), e.Attempts, e.Detail)
+}
+
+// TableWide reports whether the error is the table's (missing bucket or
+// container, refused credentials, unreachable endpoint) rather than one
+// key's; see storage.IsTableWide.
+func (e *Error) TableWide() bool { return e.Wide }
+
+// Unwrap returns the storage sentinel and the cause.
+func (e *Error) Unwrap() []error { return Unwrap(e.Kind, e.Err) }

@@ -17,45 +17,9 @@ import (
 	"github.com/deltafs/deltafs/storage/remote"
 )
 
-// Error is a failed S3 operation. Its message names the object (or the
-// table, for bucket and credential problems), says what went wrong in
-// words, and ends with the operation and the server's answer. It never
-// contains credentials.
-//
-// errors.Is matches the storage sentinel it stands for (ErrNotExist,
-// ErrExist, ErrChanged), if any, and errors.As reaches the SDK's error
-// (smithy.APIError and friends).
-type Error struct {
-	Location string // s3://bucket/prefix
-	Op       string // S3 operation: GetObject, HeadObject, ListObjectsV2, PutObject, DeleteObject
-	Key      string // key relative to the table; "" for the table itself
-	Reason   string // what went wrong, in words
-	Attempts int    // attempts made (0 when unknown)
-	// Permanent is set when retrying cannot help (not found, denied, bad
-	// credentials, missing bucket, changed object).
-	Permanent bool
-	Err       error // cause: the SDK's error, or nil
-
-	kind      error // storage sentinel (or the context's error), or nil
-	tableWide bool  // the problem is the table's (bucket, credentials), not the key's
-	quiet     bool  // Err adds nothing to the message
-}
-
-func (e *Error) Error() string {
-	cause := ""
-	if e.Err != nil && !e.quiet {
-		cause = describe(e.Err)
-	}
-	// "s3://b/t/k: object does not exist" says it all.
-	return remote.Message(e.Location, e.Key, e.Reason, e.kind == storage.ErrNotExist, e.tableWide, remote.TableOp(e.Op, e.Key, e.tableWide), e.Attempts, cause)
-}
-
-// TableWide reports whether the error is the table's (missing bucket,
-// refused credentials) rather than one key's; see storage.IsTableWide.
-func (e *Error) TableWide() bool { return e.tableWide }
-
-// Unwrap returns the storage sentinel and the cause.
-func (e *Error) Unwrap() []error { return remote.Unwrap(e.kind, e.Err) }
+// Error is a failed S3 operation (see remote.Error); errors.As reaches the
+// SDK's error (smithy.APIError and friends).
+type Error = remote.Error
 
 // describe is a short form of an SDK error: the HTTP status and the S3
 // error code and message when there is one.
@@ -125,6 +89,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 		return err
 	}
 	e = &Error{Location: s.loc, Op: op, Key: key, Attempts: attempts, Err: err}
+	quiet := false // the message says it all: no cause in words
 	code, status := errorCode(err), httpStatus(err)
 	var se *v4.SigningError
 	var ue *remote.Unreachable
@@ -133,49 +98,49 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	case errors.As(err, &ve):
 		// The catalog's word (revoked, expired and not renewed) says it
 		// all; the SDK's wrapping would only repeat it.
-		e.Op, e.Reason, e.Attempts, e.tableWide, e.quiet = "", ve.Error(), 0, true, true
+		e.Op, e.Reason, e.Attempts, e.Wide, quiet = "", ve.Error(), 0, true, true
 		e.Permanent = true
 	case errors.As(err, &ue):
 		// The message says it all: the endpoint, since when, why, and
 		// that it is being probed. Not Permanent: it passes when the
 		// endpoint answers again.
-		e.Op, e.Reason, e.Attempts, e.tableWide, e.quiet = "", ue.Error(), 0, true, true
+		e.Op, e.Reason, e.Attempts, e.Wide, quiet = "", ue.Error(), 0, true, true
 		e.Err = ue
 	case s.life.Err() != nil && ctx.Err() == nil:
 		e.Reason = "request abandoned: the store was closed"
-		e.Permanent, e.quiet, e.Err = true, true, nil
+		e.Permanent, quiet, e.Err = true, true, nil
 	case isCanceled(ctx, err):
 		e.Reason = "canceled"
-		e.Permanent, e.quiet = true, true
+		e.Permanent, quiet = true, true
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			e.Reason = ctxErr.Error()
-			e.kind = ctxErr
+			e.Kind = ctxErr
 		}
 	case errors.As(err, &se):
-		e.Reason, e.Permanent, e.tableWide = reasonNoCredentials, true, true
+		e.Reason, e.Permanent, e.Wide = reasonNoCredentials, true, true
 	case code == "NoSuchKey" || (code == "NotFound" && op != "ListObjectsV2") || (status == http.StatusNotFound && code == ""):
-		e.Reason, e.kind, e.Permanent = reasonNotExist, storage.ErrNotExist, true
+		e.Reason, e.Kind, e.Permanent = reasonNotExist, storage.ErrNotExist, true
 	case code == "NoSuchBucket":
 		e.Reason = fmt.Sprintf("bucket %s does not exist", s.bucket)
-		e.kind, e.Permanent, e.tableWide = storage.ErrNotExist, true, true
+		e.Kind, e.Permanent, e.Wide = storage.ErrNotExist, true, true
 	case code == "InvalidAccessKeyId":
 		e.Reason = "invalid credentials: the server does not know the access key id (check credentials)"
-		e.Permanent, e.tableWide = true, true
+		e.Permanent, e.Wide = true, true
 	case code == "SignatureDoesNotMatch":
 		e.Reason = "invalid credentials: the request signature does not match (check the secret access key)"
-		e.Permanent, e.tableWide = true, true
+		e.Permanent, e.Wide = true, true
 	case code == "ExpiredToken" || code == "TokenRefreshRequired" || code == "InvalidToken" || code == "RequestExpired":
 		e.Reason = "credentials expired or invalid session token (refresh the credentials)"
-		e.Permanent, e.tableWide = true, true
+		e.Permanent, e.Wide = true, true
 	case code == "AccessDenied" || code == "AllAccessDisabled" || code == "AccountProblem" ||
 		code == "Forbidden" || status == http.StatusForbidden:
-		e.Reason, e.Permanent, e.tableWide = reasonDenied, true, true
+		e.Reason, e.Permanent, e.Wide = reasonDenied, true, true
 	case code == "PermanentRedirect" || code == "AuthorizationHeaderMalformed" || code == "IllegalLocationConstraintException" || status == http.StatusMovedPermanently:
 		e.Reason = "the bucket is in another region; set --s3-region (or AWS_REGION)"
 		if r := responseHeader(err, "x-amz-bucket-region"); r != "" {
 			e.Reason = fmt.Sprintf("bucket %s is in region %s; set --s3-region %s (or AWS_REGION)", s.bucket, r, r)
 		}
-		e.Permanent, e.tableWide = true, true
+		e.Permanent, e.Wide = true, true
 	case code == "SlowDown" || status == http.StatusTooManyRequests || code == "Throttling" || code == "ThrottlingException" || code == "RequestLimitExceeded":
 		e.Reason = "the server is throttling requests; gave up"
 		if attempts > 1 {
@@ -199,13 +164,16 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 			e.Err = remote.Timeout{Msg: describe(err)}
 		case strings.Contains(msg, "connection refused"):
 			e.Reason = "cannot connect to the S3 endpoint (connection refused)"
-			e.tableWide = true // the endpoint's problem, not the key's
+			e.Wide = true // the endpoint's problem, not the key's
 		default:
 			e.Reason = remote.IOReason(err)
 		}
 		if attempts > 1 {
 			e.Reason += fmt.Sprintf("; gave up after %d attempts", attempts)
 		}
+	}
+	if !quiet && e.Err != nil {
+		e.Detail = describe(e.Err)
 	}
 	return e
 }
@@ -215,5 +183,5 @@ func errChanged(s *Store, op, key, detail string) *Error {
 	if detail != "" {
 		r += ": " + detail
 	}
-	return &Error{Location: s.loc, Op: op, Key: key, Reason: r, kind: storage.ErrChanged, Permanent: true}
+	return &Error{Location: s.loc, Op: op, Key: key, Reason: r, Kind: storage.ErrChanged, Permanent: true}
 }

@@ -72,7 +72,7 @@ func (s *Store) put(ctx context.Context, key string, data []byte, ifAbsent bool)
 					return nil
 				}
 			}
-			return &Error{Location: s.loc, Op: "PutObject", Key: key, Reason: reasonExists, Attempts: n, Err: err, kind: storage.ErrExist, Permanent: true}
+			return &Error{Location: s.loc, Op: "PutObject", Key: key, Reason: reasonExists, Attempts: n, Err: err, Detail: describe(err), Kind: storage.ErrExist, Permanent: true}
 		}
 		if ifAbsent && (code == "ConditionalRequestConflict" || status == http.StatusConflict) && try < s.opts.MaxAttempts && ctx.Err() == nil {
 			s.st.Retries.Add(1)
@@ -107,7 +107,7 @@ func (s *Store) checkConditionalWrites(ctx context.Context) error {
 		return nil
 	case err == nil:
 		s.probed = true
-		s.probeErr = &Error{Location: s.loc, Op: "PutObject", Key: key, Reason: reasonIgnoresINM, Permanent: true, tableWide: true}
+		s.probeErr = &Error{Location: s.loc, Op: "PutObject", Key: key, Reason: reasonIgnoresINM, Permanent: true, Wide: true}
 		s.log.Warn("s3: the server ignores If-None-Match; conditional puts are refused", "location", s.loc)
 		return s.probeErr
 	default:

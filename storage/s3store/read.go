@@ -69,7 +69,7 @@ func (s *Store) pinned(key string) remote.Pinned {
 		MetaOp: "HeadObject", GetOp: "GetObject",
 		Changed: func(op, why string) error { return errChanged(s, op, key, why) },
 		Refused: func(off, size int64, err error) error {
-			return &Error{Location: s.loc, Op: "GetObject", Key: key, Reason: fmt.Sprintf("range at %d refused although the object has %d bytes", off, size), Err: err}
+			return &Error{Location: s.loc, Op: "GetObject", Key: key, Reason: fmt.Sprintf("range at %d refused although the object has %d bytes", off, size), Err: err, Detail: describe(err)}
 		},
 	}
 }

@@ -198,7 +198,7 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 		cancel()
 		if err != nil {
 			s.Close()
-			return nil, &Error{Location: s.loc, Op: "credentials", Reason: reasonNoCredentials, Err: err}
+			return nil, &Error{Location: s.loc, Op: "credentials", Reason: reasonNoCredentials, Err: err, Detail: describe(err)}
 		}
 	}
 	return s, nil
