@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/dustin/go-humanize"
 )
 
 // Bounds on what a server may make the client wait for or hold. A sharing
@@ -111,7 +113,7 @@ func (b *watchedBody) Close() error {
 type tooLongError struct{ max int64 }
 
 func (e *tooLongError) Error() string {
-	return "the answer is longer than " + sizeString(e.max)
+	return "the answer is longer than " + humanize.IBytes(uint64(e.max))
 }
 
 // boundedReader fails once more than max bytes were read.
@@ -131,19 +133,6 @@ func (b *boundedReader) Read(p []byte) (int, error) {
 		return n, &tooLongError{b.max}
 	}
 	return n, err
-}
-
-// sizeString is n bytes in whole binary units ("64 MiB").
-func sizeString(n int64) string {
-	for _, u := range []struct {
-		s string
-		n int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.n && n%u.n == 0 {
-			return fmt.Sprintf("%d %s", n/u.n, u.s)
-		}
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // stickyReader keeps the first error other than io.EOF its reader gave.

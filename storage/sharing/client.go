@@ -18,6 +18,7 @@ import (
 
 	"github.com/deltafs/deltafs/internal/httpjson"
 	"github.com/deltafs/deltafs/snapshot"
+	"github.com/dustin/go-humanize"
 )
 
 // Client calls the sharing server for one table: Query Table Version and
@@ -248,7 +249,7 @@ func answerError(err error, lines, maxLine int) error {
 	case errors.As(err, &te), errors.As(err, &tl):
 		return err
 	case errors.Is(err, bufio.ErrTooLong):
-		return fmt.Errorf("line %d of the answer is longer than %s", lines+1, sizeString(int64(maxLine)))
+		return fmt.Errorf("line %d of the answer is longer than %s", lines+1, humanize.IBytes(uint64(maxLine)))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return errors.New("the answer was cut short (the connection ended before its end)")
 	}
