@@ -86,6 +86,24 @@ func (g *gatedRows) Columns(ctx context.Context, snap *snapshot.Snapshot, f *sna
 	})
 }
 
+// gatedVersion is version 0 of tbl under spec, its rows read through a
+// gate on data file d.
+func gatedVersion(t *testing.T, tbl *memtable.Table, spec sample.Spec) (*gatedRows, *sample.Version) {
+	t.Helper()
+	g := &gatedRows{Rows: tbl, gate: newGate("d")}
+	opts := tbl.Options(spec)
+	opts.Rows = g
+	s, err := sample.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ver, err := s.Version(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, ver
+}
+
 // interruptTable is a table of files a..f, 40 samples each, with classes.
 func interruptTable() *memtable.Table {
 	tbl := memtable.New("id:long", "label:string", "data:binary")
@@ -132,17 +150,7 @@ func TestTarIndexBuildInterrupted(t *testing.T) {
 		want := cleanTar(t, tbl, spec)
 		t.Run(fmt.Sprint(layout, "/alone"), func(t *testing.T) {
 			base := runtime.NumGoroutine()
-			g := &gatedRows{Rows: tbl, gate: newGate("d")}
-			opts := tbl.Options(spec)
-			opts.Rows = g
-			s, err := sample.New(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ver, err := s.Version(context.Background(), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g, ver := gatedVersion(t, tbl, spec)
 			ctx, cancel := context.WithCancel(context.Background())
 			type result struct {
 				sh  *sample.Shard
@@ -182,17 +190,7 @@ func TestTarIndexBuildInterrupted(t *testing.T) {
 			}
 		})
 		t.Run(fmt.Sprint(layout, "/shared"), func(t *testing.T) {
-			g := &gatedRows{Rows: tbl, gate: newGate("d")}
-			opts := tbl.Options(spec)
-			opts.Rows = g
-			s, err := sample.New(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ver, err := s.Version(context.Background(), 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			g, ver := gatedVersion(t, tbl, spec)
 			// Two readers in the same build: the first leaves while the
 			// build is held; the second, which joined it, stays and gets
 			// the whole archive once the held read completes.
