@@ -3,6 +3,7 @@ package sample
 import (
 	"errors"
 	"fmt"
+	"regexp"
 
 	"github.com/deltafs/deltafs/scan"
 )
@@ -21,10 +22,21 @@ type FileError struct {
 }
 
 func (e *FileError) Error() string {
-	return fmt.Sprintf("%s version %d: data file %s: %s", e.Table, e.Version, e.Path, scan.WithoutName(e.Err.Error(), e.Path))
+	return fmt.Sprintf("%s version %d: data file %s: %s", e.Table, e.Version, e.Path, causeOf(e.Table, e.Path, e.Err))
 }
 
 func (e *FileError) Unwrap() error { return e.Err }
+
+// causeOf is err's message without the names the error states already:
+// the data file's (scan.WithoutName) and the table's (a store's error
+// about the whole table, an unreachable endpoint, starts with it).
+func causeOf(table, path string, err error) string {
+	c := scan.WithoutName(err.Error(), path)
+	if table == "" {
+		return c
+	}
+	return regexp.MustCompile(`(^|\s)`+regexp.QuoteMeta(table)+`: `).ReplaceAllString(c, "$1")
+}
 
 // SampleError is one sample that cannot be produced, for example raw pixels
 // of the wrong length: the sample fails, never a wrong image.
@@ -37,7 +49,7 @@ type SampleError struct {
 }
 
 func (e *SampleError) Error() string {
-	return fmt.Sprintf("%s version %d: data file %s row %d: %s", e.Table, e.Version, e.Path, e.Row, scan.WithoutName(e.Err.Error(), e.Path))
+	return fmt.Sprintf("%s version %d: data file %s row %d: %s", e.Table, e.Version, e.Path, e.Row, causeOf(e.Table, e.Path, e.Err))
 }
 
 func (e *SampleError) Unwrap() error { return e.Err }

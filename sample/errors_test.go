@@ -21,8 +21,13 @@ func TestFileErrorNamesTheFileOnce(t *testing.T) {
 			t.Errorf("cause %q:\n got %s\nwant %s", cause, got, want)
 		}
 	}
+	// A store's error about the whole table names it: once is enough.
+	e := &FileError{Table: "s3://train/mnist", Path: "part-7.parquet", Err: errors.New("read 9 bytes at 0: s3://train/mnist: endpoint http://h unreachable")}
+	if got := e.Error(); got != "s3://train/mnist version 0: data file part-7.parquet: read 9 bytes at 0: endpoint http://h unreachable" {
+		t.Errorf("got %s", got)
+	}
 	// A file name that is part of another one's is left alone.
-	e := &FileError{Table: "t", Path: "7.parquet", Err: errors.New("part-7.parquet: gone")}
+	e = &FileError{Table: "t", Path: "7.parquet", Err: errors.New("part-7.parquet: gone")}
 	if got := e.Error(); got != "t version 0: data file 7.parquet: part-7.parquet: gone" {
 		t.Errorf("got %s", got)
 	}

@@ -243,11 +243,23 @@ func testMountDown(t *testing.T, bin string, cl downCloud, args []string, cause 
 		t.Errorf("100 reads while the endpoint is down took %v: they do not fail fast", el)
 	}
 	t.Logf("100 reads while down: EIO in %v", el.Round(time.Millisecond))
+	// The server logs a failed read right after answering it: the last
+	// line may come a moment after the EIO.
+	checked := []string{uncached[0], uncached[1], uncached[298]}
+	for _, s := range checked {
+		waitLog(t, m, 10*time.Second, "ERROR", `msg="I/O error"`, s)
+	}
 	log := m.Log()
-	for _, s := range []string{uncached[0], uncached[1], uncached[298]} {
+	for _, s := range checked {
 		lines := testkit.LogLines(log, "ERROR", `msg="I/O error"`, s)
 		if len(lines) == 0 || !strings.Contains(lines[0], "version 0") || !strings.Contains(lines[0], "part-0000") || !strings.Contains(lines[0], cl.loc) {
 			t.Fatalf("no log line naming %s, version 0, its data file and the table:\n%s", s, log)
+		}
+		if n := strings.Count(lines[0], cl.loc); n != 1 {
+			t.Errorf("the log line of %s names the table %d times: %s", s, n, lines[0])
+		}
+		if s == checked[0] {
+			t.Logf("log line: %s", lines[0])
 		}
 		if !strings.Contains(lines[len(lines)-1], "unreachable since") || !strings.Contains(lines[len(lines)-1], cause) {
 			t.Errorf("the log line of %s does not say the endpoint is unreachable and why: %s", s, lines[len(lines)-1])
