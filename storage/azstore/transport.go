@@ -2,7 +2,6 @@ package azstore
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -65,37 +64,21 @@ func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 	if st == nil {
 		st = &opState{Op: req.Method}
 	}
-	if s.life.Err() != nil {
-		return nil, remote.Closed{}
-	}
-	if !st.Probe {
-		// Down: fail at once, NonRetriable, so the SDK's retry policy
-		// does not retry either.
-		if err := s.health.Check(); err != nil {
-			return nil, err
-		}
-	}
-	release, err := s.st.Acquire(ctx, s.sem, nil)
+	// Down: fail at once, NonRetriable, so the SDK's retry policy does
+	// not retry either.
+	release, err := s.st.Admit(ctx, s.life, s.health, st, s.sem)
 	if err != nil {
 		return nil, err
 	}
 	s.st.Count(requestKind(req))
-	if a := st.Attempts.Add(1); a > 1 && !st.Probe {
-		s.health.Notice("azure: a request failed; retrying", "op", st.Op, "key", st.Key,
-			"attempt", fmt.Sprintf("%d of %d", a, s.opts.MaxAttempts), "cause", st.Cause())
-	}
+	s.health.Attempt(st, s.opts.MaxAttempts)
 	s.health.Sending(req.URL)
 	sent := time.Now()
 	resp, err := h.c.Do(req)
 	if err != nil {
 		release()
 		if ctx.Err() == nil { // not the caller's cancellation, nor Close
-			cause, endpoint := s.health.Failed(sent, err)
-			if !endpoint {
-				cause = s.redact(describe(err))
-			}
-			st.SetCause(cause)
-			if herr := s.health.Check(); herr != nil && !st.Probe {
+			if herr := s.health.AttemptFailed(st, sent, err, func(err error) string { return s.redact(describe(err)) }); herr != nil {
 				return nil, herr // down by now: no retry
 			}
 		}

@@ -48,18 +48,10 @@ func requestKind(r *http.Request) (kind remote.Kind, download bool) {
 
 func (m *meter) RoundTrip(req *http.Request) (*http.Response, error) {
 	s := m.s
-	if s.life.Err() != nil {
-		return nil, remote.Closed{}
-	}
 	ctx := req.Context()
 	op := remote.OpOf(ctx)
 	probe := op != nil && op.Probe
-	if !probe {
-		if err := s.health.Check(); err != nil {
-			return nil, err // shouldRetry does not retry it
-		}
-	}
-	release, err := s.st.Acquire(ctx, s.sem, s.life.Done())
+	release, err := s.st.Admit(ctx, s.life, s.health, op, s.sem) // shouldRetry does not retry *Unreachable
 	if err != nil {
 		return nil, err
 	}

@@ -314,3 +314,30 @@ func (h *Health) endpointFailure(err error) (cause string, ok bool) {
 	}
 	return "", false
 }
+
+// Attempt counts an attempt of op and, from its second on (the probe's
+// aside), gives notice that a request failed and is retried, and why
+// (op.Cause), as "NAME: a request failed; retrying".
+func (h *Health) Attempt(op *Op, maxAttempts int) {
+	if a := op.Attempts.Add(1); a > 1 && !op.Probe {
+		h.Notice(h.cfg.Name+": a request failed; retrying", "op", op.Op, "key", op.Key,
+			"attempt", fmt.Sprintf("%d of %d", a, maxAttempts), "cause", op.Cause())
+	}
+}
+
+// AttemptFailed records an attempt of op, sent at sent, that failed with
+// err while its context was live: an endpoint failure or not (Failed),
+// and why in op's cause (describe's words when the endpoint is not to
+// blame). It returns *Unreachable when the endpoint is down by now, so
+// that no SDK retries the attempt (nil for the probe).
+func (h *Health) AttemptFailed(op *Op, sent time.Time, err error, describe func(error) string) error {
+	cause, endpoint := h.Failed(sent, err)
+	if !endpoint {
+		cause = describe(err)
+	}
+	op.SetCause(cause)
+	if herr := h.Check(); herr != nil && !op.Probe {
+		return herr
+	}
+	return nil
+}

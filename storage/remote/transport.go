@@ -98,3 +98,20 @@ func (e *BodyError) Error() string {
 	return fmt.Sprintf("body cut short, %d of %d bytes received: %v", e.Got, e.Want, e.Err)
 }
 func (e *BodyError) Unwrap() error { return e.Err }
+
+// Admit is the gate of every store's transport before an attempt: after
+// Close (life ended) it fails with Closed; while the endpoint is down it
+// fails at once with *Unreachable, which no SDK retries (the health
+// probe, op.Probe, passes); then it takes a concurrency slot from sem,
+// given up when ctx ends or the store is closed. release frees the slot.
+func (c *Counters) Admit(ctx, life context.Context, h *Health, op *Op, sem chan struct{}) (release func(), err error) {
+	if life.Err() != nil {
+		return nil, Closed{}
+	}
+	if op == nil || !op.Probe {
+		if err := h.Check(); err != nil {
+			return nil, err
+		}
+	}
+	return c.Acquire(ctx, sem, life.Done())
+}

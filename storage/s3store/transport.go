@@ -2,7 +2,6 @@ package s3store
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -50,24 +49,13 @@ func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 	if st == nil {
 		st = &opState{Op: awsmiddleware.GetOperationName(ctx)}
 	}
-	if s.life.Err() != nil {
-		return nil, remote.Closed{}
-	}
-	if !st.Probe {
-		if err := s.health.Check(); err != nil {
-			return nil, err
-		}
-	}
-	release, err := s.st.Acquire(ctx, s.sem, nil)
+	release, err := s.st.Admit(ctx, s.life, s.health, st, s.sem)
 	if err != nil {
 		return nil, err
 	}
 
 	s.st.Count(opKinds[awsmiddleware.GetOperationName(ctx)])
-	if a := st.Attempts.Add(1); a > 1 && !st.Probe {
-		s.health.Notice("s3: a request failed; retrying", "op", st.Op, "key", st.Key,
-			"attempt", fmt.Sprintf("%d of %d", a, s.opts.MaxAttempts), "cause", st.Cause())
-	}
+	s.health.Attempt(st, s.opts.MaxAttempts)
 	s.health.Sending(req.URL)
 
 	sent := time.Now()
@@ -86,12 +74,7 @@ func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		release()
 		if ctx.Err() == nil { // not the caller's cancellation, nor Close
-			cause, endpoint := s.health.Failed(sent, err)
-			if !endpoint {
-				cause = describe(err)
-			}
-			st.SetCause(cause)
-			if herr := s.health.Check(); herr != nil && !st.Probe {
+			if herr := s.health.AttemptFailed(st, sent, err, describe); herr != nil {
 				return nil, herr // down by now: no SDK retries it
 			}
 		}
