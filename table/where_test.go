@@ -195,14 +195,7 @@ func TestWhereSkipsByStats(t *testing.T) {
 	// ids 0..3999 lie 400 to a partition, 200 to a file: id < 500 holds
 	// for files 0 and 1 (all rows) and file 2 (some rows).
 	tb, ts := openWhere(t, whole, sample.Spec{Where: "id < 500", Shards: 2}, "")
-	ids, _ := readAll(t, tb)
-	if len(ids) != 500 || ids[0] != 0 || ids[499] != 499 {
-		t.Errorf("id < 500: %d samples (%v...)", len(ids), ids[:min(3, len(ids))])
-	}
-	want := []string{testkit.PartitionFile(0, 0), testkit.PartitionFile(0, 1), testkit.PartitionFile(1, 0)}
-	if got := ts.keys(); strings.Join(got, ",") != strings.Join(want, ",") {
-		t.Errorf("id < 500 touched %v, want %v", got, want)
-	}
+	checkIDBelow500(t, tb, ts)
 }
 
 // TestWhereRowsAndLayouts: a row filter keeps exactly the matching rows,
@@ -267,5 +260,21 @@ func TestWhereTrustsStats(t *testing.T) {
 	ids, _ := readAll(t, tb)
 	if len(ids) != 0 || len(ts.keys()) != 0 {
 		t.Errorf("%d samples, touched %v: the statistics were not trusted", len(ids), ts.keys())
+	}
+}
+
+// checkIDBelow500 checks a mount of the partitioned test table with
+// --where "id < 500": ids 0..3999 lie 400 to a partition, 200 to a file,
+// so it serves ids 0..499 and reads files 0 and 1 of partition 0 (all
+// rows) and file 0 of partition 1 (some rows), no other.
+func checkIDBelow500(t *testing.T, tb *Table, ts *touchStore) {
+	t.Helper()
+	ids, _ := readAll(t, tb)
+	if len(ids) != 500 || ids[0] != 0 || ids[499] != 499 {
+		t.Errorf("id < 500: %d samples (%v...)", len(ids), ids[:min(3, len(ids))])
+	}
+	want := []string{testkit.PartitionFile(0, 0), testkit.PartitionFile(0, 1), testkit.PartitionFile(1, 0)}
+	if got := ts.keys(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("id < 500 touched %v, want %v", got, want)
 	}
 }
