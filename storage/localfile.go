@@ -358,3 +358,25 @@ func (c *fdCache) forget(key string) {
 		e.release()
 	}
 }
+
+// ReadConfig reads a small local file whole (a credentials profile, a
+// configuration file) the way table files are read: anything but a
+// regular file is refused without blocking (a named pipe, a device, a
+// socket), and a file larger than max bytes is refused before it is read.
+// Errors do not name the path.
+func ReadConfig(path string, max int64) ([]byte, error) {
+	lf, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer lf.Close()
+	if lf.size > max {
+		return nil, fmt.Errorf("larger than %d bytes (%d): not a configuration file", max, lf.size)
+	}
+	b := make([]byte, lf.size)
+	n, err := lf.readAt(context.Background(), nil, b, 0)
+	if err != nil && !(errors.Is(err, io.EOF) && n == len(b)) {
+		return nil, err
+	}
+	return b, nil
+}

@@ -97,6 +97,9 @@ func orDefault(name string) string {
 	return name
 }
 
+// maxConfigFile bounds ~/.databrickscfg (a few profiles in practice).
+const maxConfigFile = 1 << 20
+
 // profile reads host and token of one profile. A missing file or profile
 // is no error unless the profile was asked for by name.
 func profile(name string, required bool) (host, token, file string, err error) {
@@ -111,10 +114,10 @@ func profile(name string, required bool) (host, token, file string, err error) {
 		}
 		file = filepath.Join(home, ".databrickscfg")
 	}
-	data, rerr := os.ReadFile(file)
+	data, rerr := storage.ReadConfig(file, maxConfigFile)
 	if rerr != nil {
 		if required || !errors.Is(rerr, os.ErrNotExist) {
-			return "", "", file, fmt.Errorf("profile %s: %v", orDefault(name), rerr)
+			return "", "", file, fmt.Errorf("profile %s: %s: %v", orDefault(name), file, rerr)
 		}
 		return "", "", file, nil
 	}

@@ -4,9 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
-	"os"
 	"strings"
 	"time"
+
+	"github.com/deltafs/deltafs/storage"
 )
 
 // Name is a shared table: the profile file and share.schema.table.
@@ -62,11 +63,15 @@ type Profile struct {
 // String never shows the token.
 func (p Profile) String() string { return "Delta Sharing profile for " + p.Endpoint }
 
-// LoadProfile reads and checks a profile file.
+// maxProfile bounds a profile file (a few hundred bytes in practice).
+const maxProfile = 1 << 20
+
+// LoadProfile reads and checks a profile file: a regular file of at most
+// maxProfile bytes (a named pipe or a device is refused without blocking).
 func LoadProfile(path string, now time.Time) (Profile, error) {
-	b, err := os.ReadFile(path)
+	b, err := storage.ReadConfig(path, maxProfile)
 	if err != nil {
-		return Profile{}, fmt.Errorf("profile %s: %w", path, unwrapPath(err))
+		return Profile{}, fmt.Errorf("profile %s: %w", path, err)
 	}
 	var p Profile
 	if err := json.Unmarshal(b, &p); err != nil {
@@ -101,12 +106,4 @@ func LoadProfile(path string, now time.Time) (Profile, error) {
 	}
 	p.Endpoint = strings.TrimRight(p.Endpoint, "/")
 	return p, nil
-}
-
-// unwrapPath drops the *PathError's repetition of the path.
-func unwrapPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
-		return pe.Err
-	}
-	return err
 }
