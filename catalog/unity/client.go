@@ -14,6 +14,7 @@ import (
 
 	"github.com/deltafs/deltafs/internal/httpjson"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/dustin/go-humanize"
 )
 
 // Client calls the two endpoints deltafs needs. Safe for concurrent use.
@@ -135,6 +136,10 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 	return last
 }
 
+// maxAnswer bounds an answer of the catalog (a table's description or a
+// credential: a few KiB).
+const maxAnswer = 16 << 20
+
 func (c *Client) once(ctx context.Context, method, path string, payload []byte, out any) (retry bool, err error) {
 	var body io.Reader
 	if payload != nil {
@@ -158,9 +163,12 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte, 
 		return ctx.Err() == nil, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
 		return true, fmt.Errorf("reading the answer: %w", err)
+	}
+	if len(data) > maxAnswer {
+		return false, fmt.Errorf("the answer is longer than %s", humanize.IBytes(maxAnswer))
 	}
 	if resp.StatusCode != http.StatusOK {
 		ae := httpjson.Decode(resp.StatusCode, data, "error_code")
@@ -170,7 +178,7 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte, 
 		return resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500, ae
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return false, fmt.Errorf("not a valid answer: %v", err)
+		return false, fmt.Errorf("not a valid answer: %s", httpjson.Cause(err))
 	}
 	return false, nil
 }

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -166,7 +165,7 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 			if answer.err != nil {
 				return nil, answerError(answer.err, n-1, c.maxLine)
 			}
-			return nil, fmt.Errorf("line %d of the answer: %s", n, jsonCause(err))
+			return nil, fmt.Errorf("line %d of the answer: %s", n, httpjson.Cause(err))
 		}
 		if (l.Protocol != nil) && (l.MetaData != nil || l.File != nil) || l.MetaData != nil && l.File != nil {
 			// PROTOCOL.md: "It must contain only ONE of the above fields."
@@ -254,36 +253,6 @@ func answerError(err error, lines, maxLine int) error {
 		return errors.New("the answer was cut short (the connection ended before its end)")
 	}
 	return fmt.Errorf("reading the answer: %v", cleanNetErr(err))
-}
-
-// jsonCause is a JSON decoding error in the answer's terms (the field and
-// what it holds), without Go's type names.
-func jsonCause(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		want := "a different type"
-		switch te.Type.Kind() {
-		case reflect.Struct, reflect.Map:
-			want = "an object"
-		case reflect.String:
-			want = "a string"
-		case reflect.Slice, reflect.Array:
-			want = "an array"
-		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
-			want = "a number"
-		case reflect.Bool:
-			want = "a boolean"
-		}
-		if te.Field == "" {
-			return fmt.Sprintf("a JSON %s, not an object", te.Value)
-		}
-		return fmt.Sprintf("%s is a JSON %s, not %s", te.Field, te.Value, want)
-	}
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return "not JSON: " + se.Error()
-	}
-	return "not JSON"
 }
 
 func isObject(r json.RawMessage) bool {
