@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -42,6 +43,8 @@ func tarFigures() []figure {
 		{"cold tar epoch / in-process decode (100 KB; sample MB/s)", "jpeg-100KB/tar/deltafs cold, sample bytes", "jpeg-100KB/in-process parquet-go decode", "≥ 0.7", atLeast(0.7)},
 		{"cold tar epoch with its index build (the tar's first stat) / in-process decode (100 KB; sample MB/s)", "jpeg-100KB/tar/deltafs cold, index build included, sample bytes", "jpeg-100KB/in-process parquet-go decode", "report", nil},
 		{"cold tar epoch with its index build, from the tar's first stat (784 B; samples/s)", "mnist-784B/tar/deltafs cold, index build included", "", "report", nil},
+		{"Python tarfile stream of the tar, cold / Python per-file open+read, cold, 8 processes (784 B; samples/s)", "mnist-784B/tar/python tarfile, cold", "mnist-784B/python/8p/deltafs cold", "report", nil},
+		{"Python tarfile stream of the tar, kernel-warm / the tar on tmpfs (784 B; samples/s)", "mnist-784B/tar/python tarfile, kernel-warm", "mnist-784B/tar/python tarfile, tmpfs copy", "report", nil},
 		{"data bytes read, cold tar epoch / data file bytes (784 B)", "mnist-784B/tar/data bytes read / data file bytes", "", "≤ 1.1", atMost(1.1)},
 		{"data bytes read, cold tar epoch / data file bytes (100 KB)", "jpeg-100KB/tar/data bytes read / data file bytes", "", "≤ 1.1", atMost(1.1)},
 	}
@@ -103,7 +106,48 @@ func (b *bench) tarEpochs(w, table string, flags ...string) error {
 		return err
 	}
 	b.add(w+"/tar/tmpfs copy", "MB/s", float64(st.Size())/secs/1e6)
+	// Python's tarfile, streaming, as a WebDataset-style loader reads:
+	// on a second fresh mount (cold, its first stat before the clock as
+	// above), then again there (kernel-warm), and on the tmpfs copy.
+	m2, done2, err := b.mountCold(table, flags...)
+	if err != nil {
+		return err
+	}
+	defer done2()
+	tar2 := filepath.Join(m2.dir, "latest", "shard", "0.tar")
+	if _, err := os.Stat(tar2); err != nil {
+		return err
+	}
+	for _, r := range []struct{ name, path string }{{"cold", tar2}, {"kernel-warm", tar2}, {"tmpfs copy", copyPath}} {
+		secs, err := b.pyTar(r.path, n)
+		if err != nil {
+			return err
+		}
+		b.add(w+"/tar/python tarfile, "+r.name, "samples/s", float64(n)/secs)
+	}
 	return nil
+}
+
+// pyTar streams the tar at path with Python's tarfile
+// (bench/scripts/py_tar_read.py) and returns the seconds it took; the
+// members read must be the n samples' (with their .cls members, when
+// the tar has classes).
+func (b *bench) pyTar(path string, n int) (float64, error) {
+	out, err := run(b.python, "bench/scripts/py_tar_read.py", path)
+	if err != nil {
+		return 0, err
+	}
+	var r struct {
+		Members int     `json:"members"`
+		Seconds float64 `json:"seconds"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		return 0, fmt.Errorf("py_tar_read printed %q: %w", out, err)
+	}
+	if r.Members != n && r.Members != 2*n {
+		return 0, fmt.Errorf("py_tar_read read %d members of %s, want %d samples (or with their classes, %d)", r.Members, path, n, 2*n)
+	}
+	return r.Seconds, nil
 }
 
 // manifestTotals counts a shard's samples and their bytes from its
