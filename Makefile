@@ -23,6 +23,7 @@ FUZZ_TARGETS := \
 	./extents FuzzParseList \
 	./fs FuzzParseName \
 	./sample FuzzEscapeName \
+	./filter FuzzFilter \
 	./internal/attack FuzzAttack
 
 .PHONY: all build test unit fuzz vet demo bench deps clean

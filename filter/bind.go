@@ -4,9 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -69,8 +71,7 @@ type (
 		col     int
 		list    []value
 		hasNull bool
-		ints    map[int64]struct{}  // kInt without big literals: a set
-		strs    map[string]struct{} // kBytes: a set
+		set     map[setKey]struct{} // the list as a set (long lists)
 	}
 	// nullNode: col IS NULL (not: IS NOT NULL).
 	nullNode struct {
@@ -318,38 +319,66 @@ func (b *binder) cmp(op string, l, r sexpr, at int) (node, error) {
 func asIdent(x sexpr) *sIdent { i, _ := x.(*sIdent); return i }
 func asLit(x sexpr) *sLit     { l, _ := x.(*sLit); return l }
 
-// index builds the sets of a long IN list.
+// index builds the set of a long IN list, for every kind: a row's value
+// is then looked up once, whatever the list's length. (A short list is
+// searched: fewer than 16 comparisons cost less than a hash.)
 func (n *inNode) index(k kind) {
 	if len(n.list) < 16 {
 		return
 	}
-	switch k {
-	case kInt:
-		for _, v := range n.list {
-			if v.r != nil {
-				return // not an int64: the list is searched
-			}
-		}
-		n.ints = make(map[int64]struct{}, len(n.list))
-		for _, v := range n.list {
-			n.ints[v.i] = struct{}{}
-		}
-	case kBytes:
-		n.strs = make(map[string]struct{}, len(n.list))
-		for _, v := range n.list {
-			n.strs[string(v.b)] = struct{}{}
+	n.set = make(map[setKey]struct{}, len(n.list))
+	for _, v := range n.list {
+		if key, ok := keyOf(k, v); ok {
+			n.set[key] = struct{}{}
 		}
 	}
 }
 
+// setKey is a value as the key of an IN list's set: equal keys for
+// values that compare equal, and only for them.
+type setKey struct {
+	i int64
+	s string
+}
+
+// keyOf is v's set key; ok is false for a literal no column value of
+// kind k can equal (an integer column's 2.5 or 2^70), left out of the set.
+func keyOf(k kind, v value) (setKey, bool) {
+	switch k {
+	case kInt:
+		return setKey{i: v.i}, v.r == nil
+	case kTime:
+		return setKey{i: v.i}, true
+	case kFloat:
+		f := v.f
+		switch {
+		case math.IsNaN(f):
+			f = math.NaN() // NaN equals NaN: one key for every NaN
+		case f == 0:
+			f = 0 // -0.0 equals 0.0
+		}
+		return setKey{i: int64(math.Float64bits(f))}, true
+	case kDec:
+		return setKey{s: v.r.RatString()}, true // big.Rat is kept normalised
+	case kBytes:
+		return setKey{s: string(v.b)}, true
+	case kBool:
+		if v.t {
+			return setKey{i: 1}, true
+		}
+		return setKey{}, true
+	}
+	return setKey{}, false
+}
+
 // contains reports whether the list holds x.
 func (n *inNode) contains(k kind, x value) bool {
-	switch {
-	case n.ints != nil:
-		_, ok := n.ints[x.i]
-		return ok
-	case n.strs != nil:
-		_, ok := n.strs[string(x.b)]
+	if n.set != nil {
+		key, ok := keyOf(k, x)
+		if !ok {
+			return false
+		}
+		_, ok = n.set[key]
 		return ok
 	}
 	for _, v := range n.list {
@@ -419,4 +448,23 @@ func valueText(k kind, v value) string {
 		return strconv.FormatBool(v.t)
 	}
 	return "?"
+}
+
+// briefLen is the most of an expression's text that logs and
+// _commit.json print.
+const briefLen = 200
+
+// Brief is an expression's text as logs and _commit.json print it: whole
+// when short, else its first 200 bytes (cut at a character), "...", and
+// its length. (Its Key tells filters apart whatever their length.)
+func Brief(text string) string {
+	text = strings.TrimSpace(text)
+	if len(text) <= briefLen {
+		return text
+	}
+	cut := briefLen
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s... (%d bytes)", text[:cut], len(text))
 }

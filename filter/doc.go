@@ -26,8 +26,10 @@
 // Anything else is refused with an *Error naming the part and its offset:
 // function calls, subqueries, arithmetic, casts, LIKE, comparisons of two
 // columns, nested fields, columns of nested types. Limits keep a hostile
-// expression bounded: 1 MiB of text, 64 levels of nesting (AND and OR
-// chains are flat), 2^20 values in an IN list (matched through a set).
+// expression bounded in memory and time: 1 MiB of text, 64 levels of
+// nesting (AND and OR chains are flat), 2^17 values in an IN list
+// (matched through a set for every kind), numbers of at most 100 digits
+// with an exponent within ±400 (parse.go).
 //
 // The grammar is parsed by hand (recursive descent, parse.go): the Go SQL
 // parsers (vitess's sqlparser, TiDB's parser) parse whole MySQL dialects
@@ -59,16 +61,22 @@
 // longer ones, and a truncated maximum is below the values it stands
 // for); timestamp bounds widened by one millisecond each way (written in
 // milliseconds); a float minimum only (NaN sorts above everything and
-// writers leave it out of the maximum); no binary bounds; null counts. A
+// writers leave it out of the maximum), read in the column's own type (a
+// float's as a float32, a double's as the lower of its double and float32
+// readings, for files written before the column was widened); no binary
+// bounds; null counts; numRecords, but a count of 0 skips nothing. A
 // statistic missing or unreadable bounds nothing. A checkpoint's
 // stats_parsed (without a stats string) skips alike: package snapshot
 // renders it as the JSON string it stands for, where exact, and drops it
 // when its types disagree with the schema. Deletion vectors need no
 // care: statistics describe a file's rows before deletion, a superset.
 //
-// Statistics are trusted, as Delta readers trust them: a file whose
-// statistics say no row can match is not opened, even if (the log being
-// wrong) some rows would. Opening files to check them would undo the
+// Statistics only ever skip: a file they say every row of matches is
+// still read row by row (Decide gives All for partition values only), so
+// statistics that lie that way admit nothing. The other way they are
+// trusted, as Delta readers trust them: a file whose statistics say no
+// row can match is not opened, even if (the log being wrong) some rows
+// would. Opening files to check them would undo the
 // point of skipping; a table whose statistics lie is damaged in a way
 // only a full read detects.
 package filter

@@ -11,8 +11,8 @@ type Decision uint8
 const (
 	// Some: some rows may match; the file's rows are filtered.
 	Some Decision = iota
-	// All: every row matches (by its partition values or statistics);
-	// the file is read without filtering its rows.
+	// All: every row matches, by its partition values; the file is read
+	// without filtering its rows.
 	All
 	// Pruned: its partition values match no row; never opened.
 	Pruned
@@ -60,11 +60,15 @@ type summary struct {
 var unknown = summary{nulls: -1, rows: -1}
 
 // Decide says what the log tells of file f: whether its partition values
-// exclude it (Pruned), else whether its statistics do (Skipped), or show
-// that every row matches (All); else Some. Partition values are exact.
-// Statistics are trusted as Delta readers trust them (a file whose
-// statistics lie is skipped all the same), and used only where they bound
-// the values exactly (see stats.go). Deletion vectors need nothing: they
+// exclude it (Pruned) or show that every row matches (All), else whether
+// its statistics exclude it (Skipped); else Some. Partition values are
+// exact: the data file holds no copy to contradict them. Statistics only
+// ever skip: a file whose statistics say every row matches is still
+// Some, its rows evaluated one by one, so statistics that lie in that
+// direction cannot admit a row. In the other they are trusted, as Delta
+// readers trust them (a file whose statistics wrongly exclude it is
+// skipped all the same), and used only where they bound the values
+// exactly (see stats.go). Deletion vectors need nothing: they
 // only remove rows, and statistics cover a file's rows before deletion.
 func (f *Filter) Decide(snap *snapshot.Snapshot, a *snapshot.AddFile) Decision {
 	sums := make([]summary, len(f.cols))
@@ -95,12 +99,8 @@ func (f *Filter) Decide(snap *snapshot.Snapshot, a *snapshot.AddFile) Decision {
 			sums[i] = st.summary(i, c)
 		}
 	}
-	o := f.outcomes(f.root, sums)
-	switch {
-	case o&oTrue == 0:
+	if f.outcomes(f.root, sums)&oTrue == 0 {
 		return Skipped
-	case o == oTrue:
-		return All
 	}
 	return Some
 }

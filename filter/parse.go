@@ -2,6 +2,7 @@ package filter
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -23,16 +24,22 @@ import (
 //	        | DATE 'yyyy-mm-dd' | TIMESTAMP '...' | TIMESTAMP_NTZ '...'
 //	column  = name | `quoted name` | "quoted name"
 //
-// Limits keep a hostile expression bounded: MaxText bytes of text,
-// MaxDepth levels of nesting (parentheses and NOT), MaxList values in one
-// IN list. AND and OR chains are flat (n-ary), so a long chain nests
-// nothing.
+// Limits keep a hostile expression bounded in memory and time: MaxText
+// bytes of text, MaxDepth levels of nesting (parentheses and NOT),
+// MaxList values in one IN list, and number literals of at most MaxDigits
+// digits with an exponent within ±MaxExponent (past every Delta type's
+// range: double reaches 1.8e308 and 4.9e-324, decimal 38 digits). A
+// number's cost grows with its exponent (1e999999 is a million-digit
+// integer), so these keep every literal a few hundred bytes. AND and OR
+// chains are flat (n-ary), so a long chain nests nothing.
 
 // Limits on an expression.
 const (
-	MaxText  = 1 << 20
-	MaxDepth = 64
-	MaxList  = 1 << 20
+	MaxText     = 1 << 20
+	MaxDepth    = 64
+	MaxList     = 1 << 17
+	MaxDigits   = 100
+	MaxExponent = 400
 )
 
 // syntax tree, before binding to a schema.
@@ -187,6 +194,9 @@ func lex(src string) ([]token, error) {
 					end++
 				}
 				return nil, &Error{fmt.Sprintf("%q at offset %d is not a number", src[i:end], i)}
+			}
+			if err := checkNumber(src[i:j], i); err != nil {
+				return nil, err
 			}
 			toks = append(toks, token{kind: tNum, text: src[i:j], at: i, raw: src[i:j]})
 			i = j
@@ -605,4 +615,27 @@ func quoteTok(t token) string {
 		r = r[:40] + "..."
 	}
 	return fmt.Sprintf("%q", r)
+}
+
+// checkNumber refuses a number literal past MaxDigits digits or an
+// exponent beyond ±MaxExponent, before anything converts it.
+func checkNumber(text string, at int) error {
+	mant, exp, _ := strings.Cut(strings.ToLower(text), "e")
+	digits := 0
+	for _, c := range mant {
+		if c >= '0' && c <= '9' {
+			digits++
+		}
+	}
+	if digits > MaxDigits {
+		return &Error{fmt.Sprintf("the number at offset %d has %d digits, more than %d", at, digits, MaxDigits)}
+	}
+	if exp == "" {
+		return nil
+	}
+	exp = strings.TrimLeft(strings.TrimLeft(exp, "+-"), "0")
+	if e, err := strconv.Atoi(exp); exp != "" && (len(exp) > 4 || err != nil || e > MaxExponent) {
+		return &Error{fmt.Sprintf("the number at offset %d has an exponent beyond ±%d, the limit", at, MaxExponent)}
+	}
+	return nil
 }

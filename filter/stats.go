@@ -2,6 +2,8 @@ package filter
 
 import (
 	"encoding/json"
+	"errors"
+	"math"
 	"math/big"
 	"strconv"
 	"strings"
@@ -37,7 +39,10 @@ func parseStats(s string, cols []*Column) *fileStats {
 	}
 	st := &fileStats{rows: -1, min: raw.Min, max: raw.Max, nulls: raw.Nulls}
 	if raw.NumRecords != nil {
-		if n, err := raw.NumRecords.Int64(); err == nil && n >= 0 {
+		// A count of 0 skips nothing: a file that claims no rows is read
+		// like any other, and its rows checked against the claim, as
+		// without a filter (a file that truly has none costs one open).
+		if n, err := raw.NumRecords.Int64(); err == nil && n > 0 {
 			st.rows = n
 		}
 	}
@@ -101,8 +106,7 @@ func statValue(c *Column, raw json.RawMessage, upper bool) (value, bool) {
 			i, err := strconv.ParseInt(n.String(), 10, 64)
 			return value{i: i}, err == nil
 		case kFloat:
-			f, err := strconv.ParseFloat(n.String(), 64)
-			return value{f: f}, err == nil
+			return floatStat(c, n.String())
 		}
 		r, ok := new(big.Rat).SetString(n.String())
 		return value{r: r}, ok
@@ -141,6 +145,27 @@ func statValue(c *Column, raw json.RawMessage, upper bool) (value, bool) {
 		return value{i: us}, true
 	}
 	return value{}, false
+}
+
+// floatStat reads a float column's minimum in the column's own type. A
+// float's statistic is a float32 written as its shortest decimal (Spark:
+// 0.7 for the float nearest 0.7, which is below 0.7 as a double): read at
+// float32 precision it is that float exactly. A double column may hold
+// files written before the column was widened from float, whose minimum
+// is such a decimal too: the bound is the lower of its two readings.
+func floatStat(c *Column, s string) (value, bool) {
+	f64, err := strconv.ParseFloat(s, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return value{}, false
+	}
+	f32, err := strconv.ParseFloat(s, 32)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return value{}, false
+	}
+	if c.Type == "float" {
+		return value{f: f32}, true
+	}
+	return value{f: math.Min(f64, f32)}, true
 }
 
 // statTime reads a timestamp statistic: ISO 8601 with a zone for a

@@ -230,7 +230,7 @@ func (s *Spec) Describe(snap *snapshot.Snapshot) (string, error) {
 	fmt.Fprintf(&b, " shards=%d layout=%s", s.shards(), r.layout)
 	if r.filter != nil {
 		c := countDecisions(r.filter, snap)
-		fmt.Fprintf(&b, " where=%q files_pruned=%d files_skipped=%d files_read=%d", r.filter.String(), c.Pruned, c.Skipped, c.Read)
+		fmt.Fprintf(&b, " where=%q files_pruned=%d files_skipped=%d files_read=%d", filter.Brief(r.filter.String()), c.Pruned, c.Skipped, c.Read)
 	}
 	return b.String(), nil
 }

@@ -106,7 +106,7 @@ func (v *Version) whereJSON() any {
 		Where string `json:"where"`
 		Error string `json:"error,omitempty"`
 		*FilterCounts
-	}{Where: v.s.opts.Spec.Where}
+	}{Where: filter.Brief(v.s.opts.Spec.Where)}
 	if w.err != nil {
 		out.Error = w.err.Error()
 	} else {

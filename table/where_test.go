@@ -278,3 +278,71 @@ func checkIDBelow500(t *testing.T, tb *Table, ts *touchStore) {
 		t.Errorf("id < 500 touched %v, want %v", got, want)
 	}
 }
+
+// rewriteLog replaces old with new in version 0's commit of dir, once.
+func rewriteLog(t *testing.T, dir string, pairs ...string) {
+	t.Helper()
+	logFile := filepath.Join(dir, "_delta_log", "00000000000000000000.json")
+	b, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < len(pairs); i += 2 {
+		nb := bytes.Replace(b, []byte(pairs[i]), []byte(pairs[i+1]), 1)
+		if bytes.Equal(nb, b) {
+			t.Fatalf("%s is not in the log", pairs[i])
+		}
+		b = nb
+	}
+	if err := os.WriteFile(logFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestWhereStatsThatAdmitAll: statistics that say every row of a file
+// matches (file 0 of p0 holds ids 0..199, its statistics say
+// 5000..5199) admit none of its rows that do not: rows are evaluated.
+func TestWhereStatsThatAdmitAll(t *testing.T) {
+	whole := writeSplitTable(t, -1)
+	rewriteLog(t, whole, `\"minValues\":{\"id\":0,`, `\"minValues\":{\"id\":5000,`,
+		`\"maxValues\":{\"id\":199,`, `\"maxValues\":{\"id\":5199,`)
+	tb, _ := openWhere(t, whole, sample.Spec{Where: "id >= 5000 OR id = 7"}, "")
+	ids, _ := readAll(t, tb)
+	if len(ids) != 1 || ids[0] != 7 {
+		t.Errorf("served ids %v, want [7]: rows the statistics admitted were not evaluated", ids[:min(5, len(ids))])
+	}
+}
+
+// TestWhereZeroCountFails: a file claiming 0 rows that holds 200 fails
+// its shard under --where, as it does without one; it is not skipped.
+func TestWhereZeroCountFails(t *testing.T) {
+	for _, where := range []string{"", "id >= 0"} {
+		whole := writeSplitTable(t, -1)
+		rewriteLog(t, whole, `\"numRecords\":200}`, `\"numRecords\":0}`)
+		tb, _ := openWhere(t, whole, sample.Spec{Where: where}, "")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ver, err := tb.Samples.Version(ctx, tb.Latest.Version)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		var failed error
+		for k := range ver.Shards() {
+			sh, err := ver.Shard(ctx, k)
+			if err == nil {
+				for pos := range sh.Len() {
+					if _, err = sh.Content(ctx, pos); err != nil {
+						break
+					}
+				}
+			}
+			if err != nil {
+				failed = err
+			}
+		}
+		cancel()
+		if failed == nil || !strings.Contains(failed.Error(), "its statistics in the log say 0") {
+			t.Errorf("--where %q: a file claiming 0 rows of 200 served without error (%v)", where, failed)
+		}
+	}
+}
