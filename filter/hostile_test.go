@@ -3,6 +3,7 @@ package filter
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -547,3 +548,44 @@ func TestBrief(t *testing.T) {
 }
 
 func utf8Valid(s string) bool { return strings.ToValidUTF8(s, "\uFFFD") == s }
+
+// TestWorstCaseExpression: the largest expressions the limits allow
+// parse and bind in bounded time and memory.
+func TestWorstCaseExpression(t *testing.T) {
+	nines := strings.Repeat("9", MaxDigits-1)
+	for name, expr := range map[string]string{
+		"or chain":     strings.Repeat("id = 1 OR ", (MaxText-16)/10) + "id = 1",
+		"in list":      "price IN (" + strings.Repeat("0."+nines+"e-390,", MaxList-1) + "1)",
+		"string list":  "split IN (" + strings.Repeat("'abcdef',", MaxList-1) + "'x')",
+		"between list": strings.Repeat("score BETWEEN -1e308 AND 1e308 AND ", (MaxText-64)/36) + "TRUE",
+	} {
+		if len(expr) > MaxText {
+			expr = expr[:MaxText]
+			expr = expr[:strings.LastIndex(expr, ",")] + ")"
+		}
+		var before, after runtimeMem
+		before.read()
+		start := time.Now()
+		_, err := bind(t, expr)
+		d := time.Since(start)
+		after.read()
+		if err != nil && !strings.Contains(err.Error(), "more than") {
+			t.Errorf("%s: %v", name, err)
+		}
+		t.Logf("%s: %d bytes, %v, %d MiB allocated", name, len(expr), d, (after.total-before.total)>>20)
+		if d > 5*time.Second {
+			t.Errorf("%s (%d bytes): %v to bind", name, len(expr), d)
+		}
+		if grew := after.total - before.total; grew > 512<<20 {
+			t.Errorf("%s (%d bytes): %d MiB allocated", name, len(expr), grew>>20)
+		}
+	}
+}
+
+type runtimeMem struct{ total uint64 }
+
+func (m *runtimeMem) read() {
+	var s runtime.MemStats
+	runtime.ReadMemStats(&s)
+	m.total = s.TotalAlloc
+}
