@@ -3,15 +3,18 @@
 # may (root with apt-get): fuse3 for fusermount3, and Debian's torch and
 # torchvision for the ImageFolder tests; and Azurite, the Azure Storage
 # emulator, from npm into ${XDG_CACHE_HOME:-~/.cache}/deltafs-azurite (where
-# internal/aztest finds it) when node and npm are there. Prints what it did;
-# never fails the build by itself (the tests that need a missing piece fail
-# with a message).
+# internal/aztest finds it) when node and npm are there. Each is installed
+# once (later runs find it and print nothing); the first run says what it
+# installs before it starts, since it takes minutes. Never fails the build
+# by itself (the tests that need a missing piece fail with a message). What
+# else the tests need they set up themselves (fusectl, for the FUSE
+# connection's counters, is mounted by the test that reads it).
 set -u
 AZURITE_VERSION=3.37.0
 azdir="${XDG_CACHE_HOME:-$HOME/.cache}/deltafs-azurite"
 if ! command -v azurite-blob >/dev/null 2>&1 && [ ! -x "$azdir/node_modules/.bin/azurite-blob" ]; then
   if command -v npm >/dev/null 2>&1; then
-    echo "ensure-deps: installing azurite@$AZURITE_VERSION into $azdir"
+    echo "ensure-deps: installing azurite@$AZURITE_VERSION (the Azure Storage emulator, for the Azure tests) with npm into $azdir: once, a minute or two"
     mkdir -p "$azdir" && npm install --silent --no-audit --no-fund --prefix "$azdir" "azurite@$AZURITE_VERSION" >/dev/null 2>&1 ||
       echo "ensure-deps: npm install azurite@$AZURITE_VERSION failed" >&2
   else
@@ -27,7 +30,7 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "ensure-deps: missing ${need[*]}; install them (apt-get install ${need[*]}) to run every test" >&2
   exit 0
 fi
-echo "ensure-deps: installing ${need[*]}"
+echo "ensure-deps: installing ${need[*]} with apt-get (fusermount3 for the mounts; Debian's torch and torchvision for the ImageFolder tests and examples): once, a few minutes and about 600 MB, without output until it is done"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
   echo "ensure-deps: apt-get install ${need[*]} failed" >&2
