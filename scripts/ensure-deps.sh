@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Installs what the test suite needs from Debian when it is missing and we
-# may (root with apt-get): fuse3 for fusermount3, and Debian's torch and
-# torchvision for the ImageFolder tests; and Azurite, the Azure Storage
-# emulator, from npm into ${XDG_CACHE_HOME:-~/.cache}/deltafs-azurite (where
-# internal/aztest finds it) when node and npm are there. Each is installed
+# Installs what the build and the test suite need from Debian when it is
+# missing and we may (root with apt-get): gcc for cgo, fuse3 for
+# fusermount3, and Debian's torch and torchvision for the ImageFolder tests
+# and examples; and Azurite, the Azure Storage emulator, from npm into
+# ${XDG_CACHE_HOME:-~/.cache}/deltafs-azurite (where internal/aztest finds
+# it) when node and npm are there. Each is installed
 # once (later runs find it and print nothing); the first run says what it
 # installs before it starts, since it takes minutes. Never fails the build
 # by itself (the tests that need a missing piece fail with a message). What
@@ -22,6 +23,8 @@ if ! command -v azurite-blob >/dev/null 2>&1 && [ ! -x "$azdir/node_modules/.bin
   fi
 fi
 need=()
+# gcc: the build uses cgo (NVML), and the GPU tests compile fakes with it.
+command -v gcc >/dev/null 2>&1 || need+=(gcc libc6-dev)
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
 /usr/bin/python3 -c 'import torchvision, PIL, numpy' >/dev/null 2>&1 ||
   need+=(python3-torch python3-torchvision python3-pil python3-numpy)
@@ -30,7 +33,7 @@ if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "ensure-deps: missing ${need[*]}; install them (apt-get install ${need[*]}) to run every test" >&2
   exit 0
 fi
-echo "ensure-deps: installing ${need[*]} with apt-get (fusermount3 for the mounts; Debian's torch and torchvision for the ImageFolder tests and examples): once, a few minutes and about 600 MB, without output until it is done"
+echo "ensure-deps: installing ${need[*]} with apt-get (gcc for the build; fusermount3 for the mounts; Debian's torch and torchvision for the ImageFolder tests and examples): once, a few minutes and about 600 MB, without output until it is done"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq >/dev/null && apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
   echo "ensure-deps: apt-get install ${need[*]} failed" >&2
