@@ -33,7 +33,8 @@ all: build
 build:
 	$(GO) build $(LDFLAGS) -o $(BIN) ./cmd/deltafs
 
-# deps installs what the tests need (fuse3, Debian's torchvision) when missing.
+# deps installs what the build and the tests need (gcc, fuse3, Debian's
+# torchvision, Azurite) when missing; demo and bench run it before building.
 deps:
 	@scripts/ensure-deps.sh
 
@@ -57,10 +58,10 @@ fuzz:
 
 test: deps vet unit fuzz
 
-demo: build deps
+demo: deps build
 	@scripts/demo.sh
 
-bench: build deps
+bench: deps build
 	@scripts/bench.sh
 
 clean:

@@ -13,8 +13,9 @@ import (
 // lazy: detach now, finish when the last open file closes), and when that
 // fails and the process runs as root, with umount(2) (MNT_DETACH when
 // lazy). It does not look at what is mounted at dir: `deltafs unmount`
-// checks that first (FindMount, FSType). Errors are one line that says
-// what to do (close the files, or unmount lazily).
+// checks that first (FindMount, FSType). Errors are one line; a mount
+// point in use is ErrBusy (what to do about it is the caller's to say: a
+// flag of its own, or waiting).
 func Unmount(dir string, lazy bool) error {
 	args := []string{"-u"}
 	if lazy {
@@ -37,7 +38,7 @@ func Unmount(dir string, lazy bool) error {
 		}
 		switch {
 		case errors.Is(err, syscall.EBUSY):
-			return fmt.Errorf("unmount %s: busy (files open under it); close them or use --lazy", dir)
+			return fmt.Errorf("unmount %s: %w", dir, ErrBusy)
 		case errors.Is(err, syscall.EINVAL):
 			return fmt.Errorf("unmount %s: not mounted", dir)
 		}
@@ -46,8 +47,11 @@ func Unmount(dir string, lazy bool) error {
 	if msg == "" {
 		msg = ferr.Error()
 	}
-	if strings.Contains(msg, "busy") && !lazy {
-		msg += "; close the files open under it or use --lazy"
+	if strings.Contains(msg, "busy") {
+		return fmt.Errorf("unmount %s: %w", dir, ErrBusy)
 	}
 	return fmt.Errorf("unmount %s: %s", dir, msg)
 }
+
+// ErrBusy is why an unmount was refused while the mount point is in use.
+var ErrBusy = errors.New("busy: files are open under it")

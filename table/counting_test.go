@@ -56,3 +56,58 @@ func TestCountingStorage(t *testing.T) {
 		t.Error("a range past the end was read")
 	}
 }
+
+// blockingStorage is a storage whose every call waits until release is
+// closed, saying on entered that it began.
+type blockingStorage struct {
+	storage.Storage
+	entered chan<- string
+	release <-chan struct{}
+}
+
+func (b blockingStorage) wait(name string) { b.entered <- name; <-b.release }
+
+func (b blockingStorage) List(context.Context, string, string) ([]storage.ObjectInfo, error) {
+	b.wait("List")
+	return nil, nil
+}
+
+func (b blockingStorage) Stat(context.Context, string) (storage.ObjectInfo, error) {
+	b.wait("Stat")
+	return storage.ObjectInfo{}, nil
+}
+
+func (b blockingStorage) ReadAt(context.Context, string, []byte, int64) (int, error) {
+	b.wait("ReadAt")
+	return 0, nil
+}
+
+// TestCountingStorageInFlight: InFlight counts every call in progress
+// (List, Stat, ReadAt, ReadRanges: what a stopping mount waits for), and
+// none once they returned.
+func TestCountingStorageInFlight(t *testing.T) {
+	entered := make(chan string, 4)
+	release := make(chan struct{})
+	c := &countingStorage{Storage: blockingStorage{entered: entered, release: release}}
+	ctx := context.Background()
+	done := make(chan struct{}, 4)
+	for _, call := range []func(){
+		func() { _, _ = c.List(ctx, "", "") },
+		func() { _, _ = c.Stat(ctx, "k") },
+		func() { _, _ = c.ReadAt(ctx, "k", make([]byte, 1), 0) },
+		func() { _, _ = c.ReadRanges(ctx, "k", []storage.Range{{Off: 0, Len: 1}}) },
+	} {
+		go func() { call(); done <- struct{}{} }()
+		<-entered
+	}
+	if n := c.inFlight.Load(); n != 4 {
+		t.Fatalf("%d calls in flight, want 4", n)
+	}
+	close(release)
+	for range 4 {
+		<-done
+	}
+	if n := c.inFlight.Load(); n != 0 {
+		t.Fatalf("%d calls in flight after they returned, want 0", n)
+	}
+}

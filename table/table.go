@@ -71,6 +71,11 @@ type Table struct {
 // Counts are what was read from the table's storage so far.
 func (t *Table) Counts() Counts { return t.counted.counts() }
 
+// InFlight is how many calls to the table's storage (lists, stats, reads)
+// are in progress: after the storage is closed (CloseStorage), the ones
+// stuck where no context reaches (a read blocked in the kernel).
+func (t *Table) InFlight() int64 { return t.counted.inFlight.Load() }
+
 // Open opens the table at opts.Location (or opts.Store). With a Spec it
 // also checks that the table has a readable version, that its latest
 // version fits the spec (spec.Describe), and builds the cache, the page

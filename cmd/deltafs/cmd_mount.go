@@ -226,46 +226,82 @@ const (
 // storage is closed first, so requests reading it fail at once (EIO); the
 // mount point is unmounted with fusermount3 (or umount(2)), not through
 // go-fuse, only while it is still mounted, and detached lazily when it
-// stays busy; the serve loop and the cache get what is left of the budget,
-// and when requests are still stuck then, deltafs exits without them,
-// saying so.
+// stays busy; the serve loop (or, once detached, the storage calls in
+// flight) and the cache get what is left of the budget, and when requests
+// are still stuck in storage then, deltafs exits without them, saying so.
 func stopMount(mnt string, stk *stack, served <-chan struct{}, sig string) error {
 	deadline := time.Now().Add(mountStopBudget)
 	slog.Info("unmounting", "mountpoint", mnt, "signal", sig)
 	_ = stk.CloseStorage()
+	detached, err := unmountOrDetach(mnt, served)
+	if err != nil {
+		return err
+	}
+	stuck := fmt.Errorf("unmounted %s, but requests still stuck in storage %s after %s: exiting without them", mnt, mountStopBudget, sig)
+	if !drained(stk, served, detached, deadline) || !closeWithin(stk, time.Until(deadline)) {
+		return stuck
+	}
+	return nil
+}
+
+// unmountOrDetach unmounts mnt while it is mounted, retrying while files
+// are open under it (a reader ended by the same Ctrl-C closes them within
+// moments) for unmountBudget, then detaches it lazily. detached is true
+// when the mount point is gone but the kernel may keep the connection (and
+// the serve loop) until the last open file closes: after a lazy detach, or
+// an unmount from outside (perhaps lazy).
+func unmountOrDetach(mnt string, served <-chan struct{}) (detached bool, err error) {
+	if !dfs.Mounted(mnt) {
+		return true, nil
+	}
 	busyUntil := time.Now().Add(unmountBudget)
 	for attempt := 0; dfs.Mounted(mnt); attempt++ {
 		err := runUnmount(mnt, false)
 		if err == nil {
-			break
+			return false, nil
 		}
-		if time.Now().After(busyUntil) {
-			slog.Warn("mount point still busy: detaching it lazily", "mountpoint", mnt, "err", err)
+		busy := errors.Is(err, dfs.ErrBusy)
+		if !busy || time.Now().After(busyUntil) {
 			if lerr := runUnmount(mnt, true); lerr != nil {
-				return fmt.Errorf("%v; lazy unmount: %v", err, lerr)
+				return false, fmt.Errorf("%v; lazy unmount: %v", err, lerr)
 			}
-			break
+			if busy {
+				slog.Warn("mount point still busy: detached it lazily; the files open under it fail from now on", "mountpoint", mnt)
+			} else {
+				slog.Warn("unmount failed: detached the mount point lazily", "mountpoint", mnt, "err", err)
+			}
+			return true, nil
 		}
 		if attempt == 0 {
-			slog.Warn("mount point busy, retrying (close files under it)", "mountpoint", mnt, "err", err)
+			slog.Warn(fmt.Sprintf("mount point busy: files are open under it; close them, or it is detached lazily in %s", unmountBudget), "mountpoint", mnt)
 		}
 		select {
 		case <-served:
-			// The kernel ended the connection: unmounted meanwhile.
+			return false, nil // the kernel ended the connection: unmounted meanwhile
 		case <-time.After(250 * time.Millisecond):
-			continue
 		}
-		break
 	}
-	select {
-	case <-served:
-	case <-time.After(time.Until(deadline)):
-		return fmt.Errorf("unmounted %s, but requests still stuck in storage %s after %s: exiting without them", mnt, mountStopBudget, sig)
+	return true, nil // unmounted from outside meanwhile
+}
+
+// drained waits until the serve loop has ended or, once the mount point is
+// detached (the loop then lasts as long as a file stays open under it),
+// until no storage call is in flight; false when deadline passed first.
+func drained(stk *stack, served <-chan struct{}, detached bool, deadline time.Time) bool {
+	timeout := time.NewTimer(time.Until(deadline))
+	defer timeout.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !detached || stk.InFlight() > 0 {
+		select {
+		case <-served:
+			return true
+		case <-timeout.C:
+			return false
+		case <-tick.C:
+		}
 	}
-	if !closeWithin(stk, time.Until(deadline)) {
-		return fmt.Errorf("unmounted %s, but requests still stuck in storage %s after %s: exiting without them", mnt, mountStopBudget, sig)
-	}
-	return nil
+	return true
 }
 
 // closeWithin closes the stack, giving up after d (the cache's Close waits

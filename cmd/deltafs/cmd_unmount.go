@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -42,5 +43,9 @@ func runUnmount(dir string, lazy bool) error {
 	case m.FSType != dfs.FSType:
 		return fmt.Errorf("unmount %s: not a deltafs mount (%s from %s); refusing to unmount it", dir, m.FSType, m.Source)
 	}
-	return dfs.Unmount(dir, lazy)
+	err = dfs.Unmount(dir, lazy)
+	if errors.Is(err, dfs.ErrBusy) {
+		return fmt.Errorf("%w; close them, or detach it now with --lazy", err)
+	}
+	return err
 }

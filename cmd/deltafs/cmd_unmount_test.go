@@ -80,3 +80,19 @@ func TestUnmountRefusesOthers(t *testing.T) {
 		t.Fatalf("unmount of a stale deltafs mount: exit %d, still mounted %v\n%s", code, mounttest.Mounted(m.Dir), out)
 	}
 }
+
+// TestUnmountBusy: `deltafs unmount` of a mount with a file open under it
+// fails with exit 1 and one line saying so and what to do (close the
+// files, or --lazy, the flag of this command); --lazy then detaches it.
+func TestUnmountBusy(t *testing.T) {
+	m := mounttest.Start(t, mounttest.Binary(t), "../../testdata/delta/dat-basic_append", "--cache-dir", "none")
+	holdOpen(t, filepath.Join(m.Dir, "version", "2", "_commit.json"))
+	out, code := runDF(t, nil, "", "unmount", m.Dir)
+	wantRefusal(t, "unmount of a busy mount", out, code, 1, "deltafs: unmount "+m.Dir+": busy: files are open under it; close them, or detach it now with --lazy")
+	if !mounttest.Mounted(m.Dir) {
+		t.Fatal("not mounted after a refused unmount")
+	}
+	if out, code := runDF(t, nil, "", "unmount", "--lazy", m.Dir); code != 0 || mounttest.Mounted(m.Dir) {
+		t.Fatalf("deltafs unmount --lazy of a busy mount: exit %d, %q; still mounted: %v", code, out, mounttest.Mounted(m.Dir))
+	}
+}

@@ -132,6 +132,7 @@ func openTable(ctx context.Context, location string) (*table.Table, error) {
 }
 
 func main() {
+	keepStderr() // see signals.go
 	ctx, cancel := context.WithCancelCause(context.Background())
 	stop := handleSignals(cancel) // see signals.go
 	err := rootCmd.ExecuteContext(ctx)

@@ -16,9 +16,10 @@ import (
 // storage calls, imports and scans check their context. What no context
 // reaches is a system call stuck in the kernel (a read from a hung NFS
 // server or a stalled FUSE filesystem under the table): when the command is
-// still running exitGrace after the signal, or a second signal comes,
-// deltafs runs the forced-exit hooks (a mount detaches its mount point) and
-// exits at once with status 1 and one line saying why.
+// still running exitGrace after the signal, or a second signal comes (at
+// least sameSignal after the first), deltafs runs the forced-exit hooks (a
+// mount detaches its mount point) and exits at once with status 1 and one
+// line saying why.
 
 // exitGrace bounds how long a command may take to return after SIGINT or
 // SIGTERM. A mount's own shutdown (mountStopBudget) fits within it.
@@ -26,6 +27,14 @@ const exitGrace = 10 * time.Second
 
 // hookBudget bounds the forced-exit hooks together.
 const hookBudget = 2 * time.Second
+
+// sameSignal: signals that come within this of the first are the same
+// interruption, delivered more than once. One Ctrl-C reaches every process
+// of the terminal's foreground group, so a script that forwards it to its
+// background deltafs (make demo) delivers it twice; `timeout` sends its
+// signal to the command and then to the command's whole group. A person
+// who presses Ctrl-C again to get out at once does so later than this.
+const sameSignal = time.Second
 
 // interrupted is the cause of a context canceled by a signal.
 type interrupted struct{ sig os.Signal }
@@ -87,15 +96,22 @@ func handleSignals(cancel context.CancelCauseFunc) (stop func()) {
 		case <-done:
 			return
 		}
+		first := time.Now()
 		cancel(interrupted{sig})
 		grace := time.NewTimer(exitGrace)
 		defer grace.Stop()
-		select {
-		case <-done:
-		case again := <-ch:
-			forcedExit(fmt.Sprintf("second %s: exiting at once", signalName(again)))
-		case <-grace.C:
-			forcedExit(fmt.Sprintf("still running %s after %s (a read stuck in storage?): exiting without waiting for it", exitGrace, signalName(sig)))
+		for {
+			select {
+			case <-done:
+				return
+			case again := <-ch:
+				if time.Since(first) < sameSignal {
+					continue // the first one, delivered again
+				}
+				forcedExit(fmt.Sprintf("second %s: exiting at once", signalName(again)))
+			case <-grace.C:
+				forcedExit(fmt.Sprintf("still running %s after %s (a read stuck in storage?): exiting without waiting for it", exitGrace, signalName(sig)))
+			}
 		}
 	}()
 	return func() {
@@ -125,4 +141,21 @@ func forcedExit(why string) {
 	}
 	fmt.Fprintf(os.Stderr, "deltafs: %s\n", why)
 	os.Exit(1)
+}
+
+// keepStderr makes os.Stderr a duplicate of fd 2, so that a closed
+// standard error never ends deltafs. Go's runtime kills a program whose
+// write to fd 1 or 2 fails with EPIPE, as SIGPIPE would: `deltafs mount
+// ... 2>&1 | tee log`, then Ctrl-C (which ends tee too), and the mount's
+// next log line killed it before it unmounted, leaving a dead mount. A
+// write to the duplicate fails with EPIPE instead, and the line is dropped
+// (slog and the error line ignore it). Standard output keeps the default:
+// `deltafs log | head` still ends quietly when head does.
+func keepStderr() {
+	fd, err := syscall.Dup(2)
+	if err != nil {
+		return // no fd 2: nothing to write to anyway
+	}
+	syscall.CloseOnExec(fd)
+	os.Stderr = os.NewFile(uintptr(fd), "/dev/stderr")
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -60,18 +59,44 @@ func slowShare(t *testing.T) (*sharingtest.Server, string) {
 	return srv, profile + "#share.default.digits"
 }
 
+// fusectlMagic is the statfs type of the fusectl filesystem.
+const fusectlMagic = 0x65735543
+
+// fuseConnections is a directory where the fusectl filesystem (the FUSE
+// connections' counters) is mounted: /sys/fs/fuse/connections when it is
+// mounted there, else a mount of the test's own (unmounted at cleanup),
+// since nothing mounts it on a fresh machine.
+func fuseConnections(t *testing.T) string {
+	t.Helper()
+	const sys = "/sys/fs/fuse/connections"
+	var sf syscall.Statfs_t
+	if syscall.Statfs(sys, &sf) == nil && sf.Type == fusectlMagic {
+		return sys
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("fusectl", dir, "fusectl", syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+		t.Fatalf("mount fusectl (the FUSE connections' counters) at %s: %v (this test runs as root)", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(dir, 0); err != nil {
+			t.Errorf("unmount fusectl at %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
 // fuseWaiting is how many requests of the mount at dir wait in its FUSE
-// connection (fusectl's "waiting").
-func fuseWaiting(t *testing.T, dir string) int {
+// connection (fusectl's "waiting"; ctl is where fusectl is mounted).
+func fuseWaiting(t *testing.T, ctl, dir string) int {
 	t.Helper()
 	var st syscall.Stat_t
 	if err := syscall.Stat(dir, &st); err != nil {
 		t.Fatal(err)
 	}
 	minor := (st.Dev & 0xff) | ((st.Dev >> 12) & 0xfff00)
-	b, err := os.ReadFile(fmt.Sprintf("/sys/fs/fuse/connections/%d/waiting", minor))
+	b, err := os.ReadFile(filepath.Join(ctl, strconv.FormatUint(minor, 10), "waiting"))
 	if err != nil {
-		t.Fatalf("fusectl: %v (is /sys/fs/fuse/connections mounted?)", err)
+		t.Fatalf("fusectl: %v", err)
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil {
@@ -81,12 +106,13 @@ func fuseWaiting(t *testing.T, dir string) int {
 }
 
 // settle waits (30 s at most) until the mount has no request waiting and
-// the file server none in flight; it fails the test otherwise.
-func settle(t *testing.T, srv *sharingtest.Server, dir string) {
+// the file server none in flight (ctl: fuseConnections); it fails the test
+// otherwise.
+func settle(t *testing.T, ctl string, srv *sharingtest.Server, dir string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		w, f := fuseWaiting(t, dir), srv.InFlight.Load()
+		w, f := fuseWaiting(t, ctl, dir), srv.InFlight.Load()
 		if w == 0 && f == 0 {
 			return
 		}
@@ -150,6 +176,7 @@ func killedBy(t *testing.T, cmd *exec.Cmd, sig syscall.Signal) {
 // well-formed tar of every sample.
 func TestMountTarInterrupted(t *testing.T) {
 	bin := mounttest.Binary(t)
+	ctl := fuseConnections(t)
 	srv, loc := slowShare(t)
 	flags := []string{"--cache-dir", "none", "--shards", "1", "--image", "28x28", "--class-column", "label"}
 
@@ -234,7 +261,7 @@ func TestMountTarInterrupted(t *testing.T) {
 					t.Fatalf("the reader printed %q: its open returned before the kill", l)
 				}
 			}
-			settle(t, srv, m.Dir)
+			settle(t, ctl, srv, m.Dir)
 
 			// The next reader (on a fast file server again, to keep the
 			// test short): the whole archive, as a fresh mount's.
@@ -249,7 +276,7 @@ func TestMountTarInterrupted(t *testing.T) {
 			if fi, err := os.Stat(tarPath); err != nil || fi.Size() != int64(len(want)) {
 				t.Fatalf("stat after the kill: %v, %v", fi, err)
 			}
-			settle(t, srv, m.Dir)
+			settle(t, ctl, srv, m.Dir)
 			if err := m.Stop(); err != nil {
 				t.Fatalf("unmount: %v\n%s", err, m.Log())
 			}

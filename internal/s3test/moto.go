@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -14,21 +16,29 @@ import (
 	"github.com/deltafs/deltafs/internal/cloudtest"
 )
 
-// motoCandidates are tried in order when moto_server is not on PATH.
-var motoCandidates = []string{"/root/.pyenv/shims/moto_server"}
+// motoCandidates are tried in order when moto_server is not on PATH: where
+// scripts/ensure-deps.sh installs it (make test), and the machine image's
+// pyenv shim.
+func motoCandidates() []string {
+	var out []string
+	if dir, err := os.UserCacheDir(); err == nil {
+		out = append(out, filepath.Join(dir, "deltafs-moto", "bin", "moto_server"))
+	}
+	return append(out, "/root/.pyenv/shims/moto_server")
+}
 
-// MotoPath finds moto_server: on PATH, else at the machine image's pyenv
-// shim.
+// MotoPath finds moto_server: on PATH, else at one of motoCandidates.
 func MotoPath() (string, error) {
 	if p, err := exec.LookPath("moto_server"); err == nil {
 		return p, nil
 	}
-	for _, p := range motoCandidates {
+	candidates := motoCandidates()
+	for _, p := range candidates {
 		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
 			return p, nil
 		}
 	}
-	return "", errors.New("moto_server not found on PATH or at " + motoCandidates[0])
+	return "", errors.New("moto_server not found on PATH nor at " + strings.Join(candidates, ", ") + " (make deps installs it)")
 }
 
 // RequireMoto returns moto_server's path. When it is missing, the test fails
@@ -40,7 +50,7 @@ func RequireMoto(t testing.TB) string {
 	if err == nil {
 		return p
 	}
-	msg := fmt.Sprintf("s3test: %v; moto is preinstalled on the deltafs machine image (pip install 'moto[server]' elsewhere)", err)
+	msg := fmt.Sprintf("s3test: %v; make deps (scripts/ensure-deps.sh) installs it", err)
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg + " — required under CI=true")
 	}
