@@ -138,33 +138,38 @@ func (b *fileBuild) addRow(row int64) {
 func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFile, ref FileRef) (*fileSamples, error) {
 	fs := &fileSamples{ref: ref}
 	bd := &fileBuild{v: v, f: f, fs: fs, dense: true}
+	// The columns to read, each once whatever roles it serves (the id,
+	// the class, the mode's, the filter's: `--id-column path` with the
+	// mode's `path`, `--class-column label --id-column label`).
 	var cols []string
+	at := func(name string) int {
+		i := slices.Index(cols, name)
+		if i < 0 {
+			cols = append(cols, name)
+			i = len(cols) - 1
+		}
+		return i
+	}
 	add := func(c *column) int {
 		if c == nil {
 			return -1
 		}
-		cols = append(cols, c.name)
-		return len(cols) - 1
+		return at(c.name)
 	}
 	idAt, classAt := add(r.id), add(r.class)
 	modeCols := r.mode.columns()
-	modeAt := len(cols)
-	for _, c := range modeCols {
-		add(c)
+	modeAt := make([]int, len(modeCols))
+	for k, c := range modeCols {
+		modeAt[k] = add(c)
 	}
 	bd.vals = make([][]string, len(modeCols))
 	// The filter's columns, when it selects rows of this file: read with
-	// the others (a column already read is not read twice).
+	// the others.
 	var where []int
 	if r.filter != nil && v.decision(f) == filter.Some {
 		bd.filtered, bd.whereKey = true, r.filter.Key()
 		for _, c := range r.filter.ColumnNames() {
-			at := slices.Index(cols, c)
-			if at < 0 {
-				cols = append(cols, c)
-				at = len(cols) - 1
-			}
-			where = append(where, at)
+			where = append(where, at(c))
 		}
 	}
 	var keep []bool
@@ -214,7 +219,7 @@ func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFil
 				fs.class = append(fs.class, ci)
 			}
 			for k := range modeCols {
-				bd.vals[k] = append(bd.vals[k], string(b.Cols[modeAt+k].Bytes(i)))
+				bd.vals[k] = append(bd.vals[k], string(b.Cols[modeAt[k]].Bytes(i)))
 			}
 		}
 		return nil

@@ -43,7 +43,7 @@ func (s *Spec) validateImage() error {
 func (s *Spec) newImageMode(schema *snapshot.StructType, data *column) (*imageMode, error) {
 	if data == nil {
 		if s.DataColumn == NoData {
-			return nil, errors.New("--image needs a data column")
+			return nil, errors.New("--image needs a data column: use --data-column with the binary column of raw pixels, not -")
 		}
 		bins := binaryColumns(schema)
 		if len(bins) == 0 {
@@ -53,6 +53,9 @@ func (s *Spec) newImageMode(schema *snapshot.StructType, data *column) (*imageMo
 	}
 	if err := checkData(data); err != nil {
 		return nil, err
+	}
+	if data.typ != "binary" {
+		return nil, fmt.Errorf("--image: data column %s is %s, not raw pixels; use --data-column with the binary column of pixels", data.name, data.typ)
 	}
 	m := &imageMode{dataColumn: dataColumn{data: data}, image: s.Image, format: s.ImageFormat}
 	if m.format == "" {

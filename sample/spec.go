@@ -171,6 +171,9 @@ func (s *Spec) resolve(snap *snapshot.Snapshot) (*resolved, error) {
 			return nil, err
 		}
 	}
+	if err := r.checkRoles(); err != nil {
+		return nil, err
+	}
 	if r.filter, err = s.bindWhere(snap); err != nil {
 		return nil, err
 	}
@@ -183,6 +186,28 @@ func (s *Spec) resolve(snap *snapshot.Snapshot) (*resolved, error) {
 	}
 	r.key = r.identity()
 	return r, nil
+}
+
+// checkRoles refuses the roles a column cannot serve. A column may serve
+// several (`--id-column path --class-column label` with the mode's `path`,
+// `--id-column label --class-column label`): they are read once
+// (buildFile). What cannot be served is bytes as names: a binary id or
+// class column, or a class column that is the data column (each sample's
+// bytes would name its folder, one folder a sample).
+func (r *resolved) checkRoles() error {
+	if r.id != nil && !r.id.implicit && r.id.typ == "binary" {
+		return fmt.Errorf("--id-column %s is binary: file names are not made of bytes; use a string or integer column, or leave --id-column out for ids derived from the row", r.id.name)
+	}
+	if r.class == nil {
+		return nil
+	}
+	if r.data != nil && r.class.name == r.data.name {
+		return fmt.Errorf("--class-column %s is the data column: each sample's bytes would name its folder; use a column of labels (or --data-column with another column)", r.class.name)
+	}
+	if r.class.typ == "binary" {
+		return fmt.Errorf("--class-column %s is binary: folder names are not made of bytes; use a string or integer column of labels", r.class.name)
+	}
+	return nil
 }
 
 // identity is the part of a file's memo key that depends on the spec.
