@@ -32,6 +32,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,6 +56,7 @@ type Server struct {
 	lifetime time.Duration
 	key      []byte
 	history  atomic.Bool
+	parquet  atomic.Bool // answer in the parquet format only
 
 	mu     sync.Mutex
 	tables map[string]*table // by lower-case share.schema.table
@@ -107,6 +109,12 @@ func Start(t testing.TB, lifetime time.Duration) *Server {
 
 // SetHistory shares the tables' history (version queries) or not.
 func (s *Server) SetHistory(on bool) { s.history.Store(on) }
+
+// SetParquetOnly makes the server one that ignores the
+// delta-sharing-capabilities header: every query is answered in the
+// parquet response format (PROTOCOL.md's default), and a table that needs
+// the delta format (deletion vectors, column mapping) is refused.
+func (s *Server) SetParquetOnly(on bool) { s.parquet.Store(on) }
 
 // AddTable shares the table in dir as share.schema.name.
 func (s *Server) AddTable(t testing.TB, share, schema, name, dir string) {
@@ -189,7 +197,8 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, full string, tb *
 		writeError(w, http.StatusBadRequest, "MALFORMED_REQUEST", "The request body is not JSON.")
 		return
 	}
-	if !strings.Contains(strings.ToLower(r.Header.Get("delta-sharing-capabilities")), "responseformat=delta") {
+	parquet := s.parquet.Load()
+	if !parquet && !strings.Contains(strings.ToLower(r.Header.Get("delta-sharing-capabilities")), "responseformat=delta") {
 		writeError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", "This server answers in responseformat=delta only.")
 		return
 	}
@@ -220,6 +229,10 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, full string, tb *
 		return
 	}
 	exp := time.Now().Add(s.lifetime).UnixMilli()
+	if parquet {
+		s.queryParquet(w, body.Version != nil, snap, tb, full, exp)
+		return
+	}
 	var lines []any
 	lines = append(lines, map[string]any{"protocol": map[string]any{"deltaProtocol": deltaProtocol(snap.Protocol)}})
 	md := map[string]any{"deltaMetadata": snap.Metadata, "location": "s3://lake/" + tb.id, "accessModes": []string{"url"}}
@@ -260,6 +273,69 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, full string, tb *
 	w.Header().Set("Content-Type", "application/x-ndjson; charset=utf-8")
 	w.Header().Set("Delta-Table-Version", strconv.FormatInt(v, 10))
 	w.Header().Set("delta-sharing-capabilities", "responseformat=delta")
+	w.WriteHeader(http.StatusOK)
+	enc := json.NewEncoder(w)
+	for _, l := range lines {
+		_ = enc.Encode(l)
+	}
+	s.Queries.Add(1)
+}
+
+// queryParquet answers a query in the parquet response format.
+func (s *Server) queryParquet(w http.ResponseWriter, byVersion bool, snap *snapshot.Snapshot, tb *table, full string, exp int64) {
+	for _, f := range []string{"deletionVectors", "columnMapping"} {
+		if slices.Contains(snap.Protocol.ReaderFeatures, f) {
+			writeError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", "Table "+full+" uses "+f+": it can be read in responseformat=delta only.")
+			return
+		}
+	}
+	if m := snap.Metadata.Configuration["delta.columnMapping.mode"]; m != "" && m != "none" {
+		writeError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", "Table "+full+" uses column mapping: it can be read in responseformat=delta only.")
+		return
+	}
+	v := snap.Version
+	md := snap.Metadata
+	meta := map[string]any{"id": md.ID, "format": map[string]any{"provider": "parquet"}, "schemaString": md.SchemaString,
+		"partitionColumns": append([]string{}, md.PartitionColumns...), "configuration": md.Configuration,
+		"location": "s3://lake/" + tb.id, "accessModes": []string{"url"}, "numFiles": len(snap.Files)}
+	if md.Name != "" {
+		meta["name"] = md.Name
+	}
+	if md.Description != "" {
+		meta["description"] = md.Description
+	}
+	if byVersion {
+		meta["version"] = v
+	}
+	lines := []any{map[string]any{"protocol": map[string]any{"minReaderVersion": 1}}, map[string]any{"metaData": meta}}
+	for _, f := range snap.Files {
+		if f.DeletionVector != nil {
+			writeError(w, http.StatusInternalServerError, "INTERNAL_ERROR", "a deletion vector in a parquet-format table")
+			return
+		}
+		key, err := snap.FileKey(f.Path)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "INTERNAL_ERROR", err.Error())
+			return
+		}
+		sum := sha256.Sum256([]byte(f.Path))
+		pv := f.PartitionValues
+		if pv == nil {
+			pv = map[string]*string{}
+		}
+		file := map[string]any{"url": s.sign(tb.id, key, exp), "id": hex.EncodeToString(sum[:16]), "partitionValues": pv,
+			"size": f.Size, "expirationTimestamp": exp}
+		if f.Stats != "" {
+			file["stats"] = f.Stats
+		}
+		if byVersion {
+			file["version"] = v
+			file["timestamp"] = snap.Timestamp.UnixMilli()
+		}
+		lines = append(lines, map[string]any{"file": file})
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson; charset=utf-8")
+	w.Header().Set("Delta-Table-Version", strconv.FormatInt(v, 10))
 	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
 	for _, l := range lines {

@@ -101,21 +101,43 @@ type File struct {
 	Timestamp           *int64          `json:"timestamp"`
 	ExpirationTimestamp *int64          `json:"expirationTimestamp"`
 	DeltaSingleAction   json.RawMessage `json:"deltaSingleAction"`
+
+	// The parquet format's fields (parquetformat.go), made into
+	// DeltaSingleAction.
+	URL             *string         `json:"url"`
+	Size            *int64          `json:"size"`
+	PartitionValues json.RawMessage `json:"partitionValues"`
+	Stats           *string         `json:"stats"`
+}
+
+// metaDataLine is a metaData line: deltaMetadata in the delta format,
+// the others in the parquet format.
+type metaDataLine struct {
+	DeltaMetadata json.RawMessage `json:"deltaMetadata"`
+	Version       *int64          `json:"version"`
+	Location      string          `json:"location"`
+	AccessModes   []string        `json:"accessModes"`
+	NumFiles      *int64          `json:"numFiles"`
+
+	ID          *string `json:"id"`
+	Name        *string `json:"name"`
+	Description *string `json:"description"`
+	Format      *struct {
+		Provider *string `json:"provider"`
+	} `json:"format"`
+	SchemaString     *string           `json:"schemaString"`
+	PartitionColumns []string          `json:"partitionColumns"`
+	Configuration    map[string]string `json:"configuration"`
 }
 
 type responseLine struct {
 	Protocol *struct {
-		DeltaProtocol json.RawMessage `json:"deltaProtocol"`
+		DeltaProtocol    json.RawMessage `json:"deltaProtocol"`
+		MinReaderVersion *int64          `json:"minReaderVersion"` // the parquet format
 	} `json:"protocol"`
-	MetaData *struct {
-		DeltaMetadata json.RawMessage `json:"deltaMetadata"`
-		Version       *int64          `json:"version"`
-		Location      string          `json:"location"`
-		AccessModes   []string        `json:"accessModes"`
-		NumFiles      *int64          `json:"numFiles"`
-	} `json:"metaData"`
-	File      *File `json:"file"`
-	Add       any   `json:"add"`
+	MetaData  *metaDataLine `json:"metaData"`
+	File      *File         `json:"file"`
+	Add       any           `json:"add"`
 	EndStream *struct {
 		ErrorMessage string `json:"errorMessage"`
 	} `json:"endStreamAction"`
@@ -143,9 +165,6 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 		}
 		out.Version = v
 	}
-	if caps := strings.ToLower(resp.Header.Get("delta-sharing-capabilities")); caps != "" && !strings.Contains(caps, "responseformat=delta") {
-		return nil, errors.New("the server answered in the parquet response format: deltafs reads the delta format (responseformat=delta, Delta Sharing servers since delta-sharing-spark 3.1)")
-	}
 	// The scanner hands out the bytes before a read error as a last line:
 	// the error, kept by answer, is the cause then, not that line's JSON.
 	answer := &stickyReader{r: &boundedReader{r: resp.Body, max: c.maxBody}}
@@ -154,6 +173,7 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 	n := 0
 	var numFiles *int64
 	ids := map[string]bool{}
+	format := formatUnknown
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
@@ -173,16 +193,38 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 		}
 		switch {
 		case l.Protocol != nil:
+			if out.Protocol != nil {
+				return nil, fmt.Errorf("line %d of the answer: a second protocol", n)
+			}
 			if len(l.Protocol.DeltaProtocol) == 0 {
-				return nil, errors.New("the server answered in the parquet response format: deltafs reads the delta format (responseformat=delta, Delta Sharing servers since delta-sharing-spark 3.1)")
+				// The parquet format: the server did not take (or
+				// ignored) responseformat=delta.
+				p, err := parquetProtocol(l.Protocol.MinReaderVersion)
+				if err != nil {
+					return nil, fmt.Errorf("line %d of the answer: %v", n, err)
+				}
+				out.Protocol, format = p, formatParquet
+				continue
 			}
 			if !isObject(l.Protocol.DeltaProtocol) {
 				return nil, fmt.Errorf("line %d of the answer: deltaProtocol is not a JSON object", n)
 			}
-			if out.Protocol != nil {
-				return nil, fmt.Errorf("line %d of the answer: a second protocol", n)
+			out.Protocol, format = l.Protocol.DeltaProtocol, formatDelta
+		case l.MetaData != nil && format == formatParquet:
+			if len(l.MetaData.DeltaMetadata) != 0 {
+				return nil, fmt.Errorf("line %d of the answer: a delta-format metaData in a parquet-format answer", n)
 			}
-			out.Protocol = l.Protocol.DeltaProtocol
+			if out.Metadata != nil {
+				continue // a historical one: the first describes the snapshot
+			}
+			md, err := parquetMetadata(l.MetaData)
+			if err != nil {
+				return nil, fmt.Errorf("line %d of the answer: %v", n, err)
+			}
+			if err := checkAccess(l.MetaData); err != nil {
+				return nil, err
+			}
+			out.Metadata, out.Location, numFiles = md, l.MetaData.Location, l.MetaData.NumFiles
 		case l.MetaData != nil:
 			if len(l.MetaData.DeltaMetadata) == 0 {
 				return nil, fmt.Errorf("line %d: metaData without deltaMetadata", n)
@@ -190,8 +232,8 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 			if !isObject(l.MetaData.DeltaMetadata) {
 				return nil, fmt.Errorf("line %d of the answer: deltaMetadata is not a JSON object", n)
 			}
-			if l.MetaData.AccessModes != nil && !contains(l.MetaData.AccessModes, "url") {
-				return nil, fmt.Errorf("the table is shared for directory-based access only (accessModes %s): deltafs reads through pre-signed URLs", clip(fmt.Sprint(l.MetaData.AccessModes)))
+			if err := checkAccess(l.MetaData); err != nil {
+				return nil, err
 			}
 			// A historical metaData (with a version) only comes with
 			// startingVersion, which deltafs does not send; the first
@@ -202,6 +244,13 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 				numFiles = l.MetaData.NumFiles
 			}
 		case l.File != nil:
+			if format == formatParquet {
+				if err := l.File.fromParquet(); err != nil {
+					return nil, fmt.Errorf("line %d of the answer: %v", n, err)
+				}
+			} else if l.File.URL != nil {
+				return nil, fmt.Errorf("line %d of the answer: a parquet-format file in a delta-format answer", n)
+			}
 			if len(l.File.DeltaSingleAction) == 0 {
 				return nil, fmt.Errorf("line %d: file without deltaSingleAction", n)
 			}
@@ -221,7 +270,8 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 		case l.ErrorMessage != "":
 			return nil, fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.ErrorMessage))))
 		case l.Add != nil:
-			return nil, errors.New("the server answered in the parquet response format: deltafs reads the delta format (responseformat=delta, Delta Sharing servers since delta-sharing-spark 3.1)")
+			// Data change actions answer startingVersion queries only.
+			return nil, fmt.Errorf("line %d of the answer: an add action in a snapshot's answer", n)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -238,6 +288,14 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 	}
 	out.PlainURLs = c.plain
 	return out, nil
+}
+
+// checkAccess refuses a table shared for directory-based access only.
+func checkAccess(m *metaDataLine) error {
+	if m.AccessModes != nil && !contains(m.AccessModes, "url") {
+		return fmt.Errorf("the table is shared for directory-based access only (accessModes %s): deltafs reads through pre-signed URLs", clip(fmt.Sprint(m.AccessModes)))
+	}
+	return nil
 }
 
 // answerError is the one line for a failed read of a query's answer.
