@@ -133,9 +133,15 @@ func (r *Root) overlayWanted(v int64) {
 func (o *overlays) run(r *Root) {
 	t := time.NewTicker(overlayPoll)
 	defer t.Stop()
+	served := make(chan struct{})
+	if s := r.server; s != nil {
+		go func() { s.Wait(); close(served) }()
+	}
 	for {
 		var v int64
 		select {
+		case <-served:
+			return
 		case v = <-o.want:
 		case <-t.C:
 			r.mu.RLock()
