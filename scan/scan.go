@@ -29,7 +29,8 @@ type Options struct {
 
 // New prepares a scan of snap projected to columns (logical top-level
 // names, in the order wanted; nil for every column in schema order). An
-// unknown column is an error naming it and the available ones.
+// unknown column is an error naming it and the available ones. Errors do
+// not name the version: the caller, who names the table, does.
 func New(snap *snapshot.Snapshot, columns []string) (*Scan, error) {
 	return NewWithOptions(snap, columns, Options{})
 }
@@ -48,11 +49,11 @@ func NewWithOptions(snap *snapshot.Snapshot, columns []string, opts Options) (*S
 		for _, c := range columns {
 			f := snap.Schema.Field(c)
 			if f == nil {
-				return nil, fmt.Errorf("version %d: no column %q; the columns are: %s",
-					snap.Version, c, strings.Join(snap.Schema.Names(), ", "))
+				return nil, fmt.Errorf("no column %q; the columns are: %s",
+					c, strings.Join(snap.Schema.Names(), ", "))
 			}
 			if seen[c] {
-				return nil, fmt.Errorf("version %d: column %q asked for twice", snap.Version, c)
+				return nil, fmt.Errorf("column %q asked for twice", c)
 			}
 			seen[c] = true
 			s.fields = append(s.fields, *f)
@@ -60,7 +61,7 @@ func NewWithOptions(snap *snapshot.Snapshot, columns []string, opts Options) (*S
 	}
 	for i := range s.fields {
 		if err := checkReadable(&s.fields[i]); err != nil {
-			return nil, fmt.Errorf("version %d: %w", snap.Version, err)
+			return nil, err
 		}
 	}
 	return s, nil

@@ -43,7 +43,7 @@ func TestNewProjection(t *testing.T) {
 		t.Errorf("rows %v", rows)
 	}
 	_, err = New(snap, []string{"number", "Letter"})
-	if err == nil || err.Error() != `version 2: no column "Letter"; the columns are: letter, date, data, number` {
+	if err == nil || err.Error() != `no column "Letter"; the columns are: letter, date, data, number` {
 		t.Errorf("unknown column: %v", err)
 	}
 	if _, err := New(snap, []string{"number", "number"}); err == nil || !strings.Contains(err.Error(), "twice") {

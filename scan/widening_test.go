@@ -217,7 +217,7 @@ func TestUnsupportedTypeChange(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err = New(&snapshot.Snapshot{Version: 4, Schema: st}, nil)
-		if err == nil || !strings.Contains(err.Error(), "unsupported type change") || !strings.HasPrefix(err.Error(), "version 4: ") {
+		if err == nil || !strings.Contains(err.Error(), "unsupported type change") || strings.Contains(err.Error(), "version") { // the caller names the version
 			t.Errorf("%s: %v", schema, err)
 		}
 	}
