@@ -8,6 +8,7 @@ import (
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
+	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -106,7 +107,8 @@ func (r *Root) refresh(ctx context.Context) error {
 
 // pickLatest is where latest points after a poll: the newest listed
 // version newer than old whose snapshot builds (protocol accepted, log
-// intact), else old. A newer version that cannot be read is logged once
+// intact) and that the mount's spec can serve (its columns are there, its
+// filter binds: sample.Version.Servable), else old. A newer version that cannot be read is logged once
 // per cause, with the table, the version and the cause, and tried again
 // at every poll (a partial write may complete, a later commit may change
 // the protocol back). Versions are tried newest first; a failure naming a
@@ -115,7 +117,10 @@ func (r *Root) refresh(ctx context.Context) error {
 func (r *Root) pickLatest(ctx context.Context, vs []snapshot.VersionInfo, old int64) int64 {
 	for i := len(vs) - 1; i >= 0 && vs[i].Version > old; i-- {
 		v := vs[i].Version
-		_, err := r.opts.Samples.Version(ctx, v)
+		ver, err := r.opts.Samples.Version(ctx, v)
+		if err == nil {
+			err = ver.Servable()
+		}
 		if err == nil {
 			r.skippedUpTo(v)
 			return v
@@ -141,11 +146,15 @@ func (r *Root) pickLatest(ctx context.Context, vs []snapshot.VersionInfo, old in
 func (r *Root) warnSkipped(v int64, err error) {
 	table, cause := "", err.Error()
 	var se *snapshot.Error
-	if errors.As(err, &se) {
+	var spe *sample.SpecError
+	switch {
+	case errors.As(err, &se):
 		table, cause = se.Table, se.Err.Error()
 		if se.File != "" {
 			cause = se.File + ": " + cause
 		}
+	case errors.As(err, &spe):
+		table, cause = spe.Table, spe.Err.Error()
 	}
 	r.skipMu.Lock()
 	defer r.skipMu.Unlock()

@@ -38,6 +38,20 @@ func causeOf(table, path string, err error) string {
 	return regexp.MustCompile(`(^|\s)`+regexp.QuoteMeta(table)+`: `).ReplaceAllString(c, "$1")
 }
 
+// SpecError is a version the mount's spec cannot serve: a column it names
+// is not in the version's schema, or its filter does not bind to it.
+type SpecError struct {
+	Table   string
+	Version int64
+	Err     error
+}
+
+func (e *SpecError) Error() string {
+	return fmt.Sprintf("%s version %d: %s", e.Table, e.Version, e.Err)
+}
+
+func (e *SpecError) Unwrap() error { return e.Err }
+
 // SampleError is one sample that cannot be produced, for example raw pixels
 // of the wrong length: the sample fails, never a wrong image.
 type SampleError struct {

@@ -121,16 +121,36 @@ func (v *Version) fileErr(path string, err error) error {
 	return &FileError{Table: v.s.location(), Version: v.snap.Version, Path: path, Err: err}
 }
 
+// Servable says whether the mount's spec can serve the version: the
+// columns it names (id, data, class, the mode's) are in the version's
+// schema and its filter binds to it. It reads no data file. A commit that
+// drops such a column makes its version fail here, so latest does not
+// move to it (fs).
+func (v *Version) Servable() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.resolveLocked()
+}
+
+// resolveLocked resolves the spec once; v.mu is held.
+func (v *Version) resolveLocked() error {
+	if v.spec != nil {
+		return nil
+	}
+	r, err := v.s.opts.Spec.resolve(v.snap)
+	if err != nil {
+		return &SpecError{Table: v.s.location(), Version: v.snap.Version, Err: err}
+	}
+	v.spec = r
+	return nil
+}
+
 // prepare resolves the spec and builds the layout, once.
 func (v *Version) prepare(ctx context.Context) (*resolved, *layout, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.spec == nil {
-		r, err := v.s.opts.Spec.resolve(v.snap)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s version %d: %w", v.s.location(), v.snap.Version, err)
-		}
-		v.spec = r
+	if err := v.resolveLocked(); err != nil {
+		return nil, nil, err
 	}
 	if v.lay == nil {
 		// A balanced layout indexes every file, which settles unknown
