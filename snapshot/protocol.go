@@ -26,10 +26,20 @@ var SupportedReaderFeatures = map[string]bool{
 	"typeWidening-preview": true,
 }
 
+// CatalogManagedFeature is the reader feature of a table whose newest
+// commits live in its catalog (the Delta protocol's "Catalog-managed
+// tables"): its log alone is not the table, so a reader that has only its
+// path must refuse it and say to open it through its catalog.
+const CatalogManagedFeature = "catalogManaged"
+
+// catalogManagedHint is the Detail of a refusal of a catalog-managed table.
+const catalogManagedHint = "the table's newest commits live in its catalog: open it through its catalog (uc://CATALOG.SCHEMA.TABLE)"
+
 // CheckProtocol returns nil when p can be read, else an
 // *UnsupportedFeatureError naming the reader version or features. Reader
 // versions 1 and 2 (column mapping) need nothing more; version 3 must list
-// its reader features, and each must be supported.
+// its reader features, and each must be supported. A catalog-managed table
+// is refused with a hint to open it by its catalog name.
 func CheckProtocol(p *Protocol) error {
 	if p == nil {
 		return corruptf("no protocol action")
@@ -47,6 +57,9 @@ func CheckProtocol(p *Protocol) error {
 		e.Detail = "reader version 3 without a readerFeatures list"
 		return e
 	case len(e.Features) > 0:
+		if slices.Contains(e.Features, CatalogManagedFeature) {
+			e.Detail = catalogManagedHint
+		}
 		return e
 	}
 	return nil

@@ -79,7 +79,8 @@ func TestCheckProtocol(t *testing.T) {
 		{Protocol{MinReaderVersion: 99, MinWriterVersion: 7}, "reader version 99 is not supported (deltafs reads versions 1 to 3)"},
 		{Protocol{MinReaderVersion: 3}, "reader version 3 without a readerFeatures list"},
 		{Protocol{MinReaderVersion: 3, ReaderFeatures: []string{"variantType-preview"}}, `reader feature "variantType-preview" is not supported`},
-		{Protocol{MinReaderVersion: 3, ReaderFeatures: []string{"deletionVectors", "catalogManaged", "variantType", "catalogManaged"}}, `reader features "catalogManaged", "variantType" are not supported`},
+		{Protocol{MinReaderVersion: 3, ReaderFeatures: []string{"deletionVectors", "catalogManaged", "variantType", "catalogManaged"}}, `reader features "catalogManaged", "variantType" are not supported; ` + catalogManagedHint},
+		{Protocol{MinReaderVersion: 3, ReaderFeatures: []string{"catalogManaged"}}, `reader feature "catalogManaged" is not supported; the table's newest commits live in its catalog: open it through its catalog (uc://CATALOG.SCHEMA.TABLE)`},
 		{Protocol{MinReaderVersion: 5, ReaderFeatures: []string{"blahabl"}}, `reader version 5 is not supported (deltafs reads versions 1 to 3); reader feature "blahabl" is not supported`},
 	}
 	for _, c := range bad {
@@ -131,6 +132,31 @@ func TestProtocolRefusedFromAVersion(t *testing.T) {
 	err = tbl.History(ctx, nil, func(VersionStats) error { n++; return nil })
 	if !errors.As(err, &u) || n != 4 {
 		t.Fatalf("History: %d versions, %v", n, err)
+	}
+}
+
+// A catalog-managed table opened by its path (without its catalog, which
+// holds its newest commits) is refused in one line that names the feature
+// and says to open it through uc://.
+func TestCatalogManagedByPathRefused(t *testing.T) {
+	f := newFakeLog(t)
+	f.commit(0, protocolAction(3, 7, "deletionVectors", CatalogManagedFeature), metadataAction(nil))
+	f.commit(1, addAction("f1", 1))
+	ctx := context.Background()
+	var err error
+	if tbl, oerr := Open(ctx, f.st); oerr != nil {
+		err = oerr
+	} else {
+		_, err = tbl.Snapshot(ctx, -1)
+	}
+	var u *UnsupportedFeatureError
+	if !errors.As(err, &u) || !slices.Equal(u.Features, []string{CatalogManagedFeature}) {
+		t.Fatalf("got %v, want the catalogManaged feature refused", err)
+	}
+	wantErr(t, err, nil, "mem://table version 1: _delta_log/00000000000000000000.json: unsupported table protocol: "+
+		`reader feature "catalogManaged" is not supported; the table's newest commits live in its catalog: open it through its catalog (uc://CATALOG.SCHEMA.TABLE)`)
+	if msg := err.Error(); strings.Contains(msg, "\n") || strings.Count(msg, "catalogManaged") != 1 || strings.Count(msg, "version") != 1 {
+		t.Fatalf("not one line naming each thing once: %q", msg)
 	}
 }
 
