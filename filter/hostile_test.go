@@ -548,7 +548,6 @@ func TestBrief(t *testing.T) {
 	}
 }
 
-
 // TestWorstCaseExpression: the largest expressions the limits allow
 // parse and bind in bounded time and memory.
 func TestWorstCaseExpression(t *testing.T) {
