@@ -11,6 +11,12 @@
 // For attacks, the file server can be slowed (SetFileDelay) or made to
 // serve other bytes than the files' (SetTamper).
 //
+// Profiles of shareCredentialsVersion 2 with type oauth_client_credentials
+// (EnableOAuth, WriteOAuthProfile) get their tokens from an OAuth 2.0
+// token endpoint (RFC 6749, client credentials grant), as the Delta
+// Sharing clients of delta-io/delta-sharing read them; PROTOCOL.md
+// describes only version 1.
+//
 // Deviations: only the two endpoints above; queries with startingVersion,
 // timestamp or predicates, and the parquet response format, are answered
 // 400 (deltafs sends none of them).
@@ -70,6 +76,20 @@ type Server struct {
 
 	fileDelay atomic.Int64 // nanoseconds every file answer waits
 	tamper    atomic.Pointer[func(key string, data []byte) []byte]
+
+	// OAuth (EnableOAuth): tokens issued by the token endpoint, by
+	// expiry; TokenRequests counts the endpoint's requests.
+	TokenURL      string
+	TokenRequests atomic.Int64
+	oauth         atomic.Pointer[oauthClient]
+	issued        map[string]time.Time // under mu
+}
+
+// oauthClient is the one client the token endpoint knows.
+type oauthClient struct {
+	id, secret string
+	life       time.Duration
+	hook       func(w http.ResponseWriter, r *http.Request) bool
 }
 
 // SetFileDelay makes every file answer wait d first (a slow object
@@ -100,11 +120,95 @@ func Start(t testing.TB, lifetime time.Duration) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc(Prefix+"/", s.api)
 	mux.HandleFunc("/lake/", s.file)
+	mux.HandleFunc("/oauth/token", s.token)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	s.Endpoint = srv.URL + Prefix
+	s.TokenURL = srv.URL + "/oauth/token"
 	return s
+}
+
+// EnableOAuth makes TokenURL an OAuth 2.0 token endpoint (RFC 6749,
+// client credentials grant, the client authenticated by HTTP Basic or by
+// client_id and client_secret in the form) that issues bearer tokens
+// living life, which the API accepts until they expire, beside Token.
+// hook, when not nil, sees each token request first and answers it
+// itself when it returns true (an endpoint that fails, stalls or lies).
+func (s *Server) EnableOAuth(clientID, secret string, life time.Duration, hook func(w http.ResponseWriter, r *http.Request) bool) {
+	s.oauth.Store(&oauthClient{id: clientID, secret: secret, life: life, hook: hook})
+}
+
+// WriteOAuthProfile writes a profile file of shareCredentialsVersion 2
+// and type oauth_client_credentials for this server's token endpoint.
+func (s *Server) WriteOAuthProfile(t testing.TB, path, clientID, secret, scope string) {
+	b, _ := json.Marshal(map[string]any{"shareCredentialsVersion": 2, "type": "oauth_client_credentials", "endpoint": s.Endpoint + "/",
+		"tokenEndpoint": s.TokenURL, "clientId": clientID, "clientSecret": secret, "scope": scope})
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (s *Server) token(w http.ResponseWriter, r *http.Request) {
+	s.TokenRequests.Add(1)
+	c := s.oauth.Load()
+	if c == nil {
+		http.NotFound(w, r)
+		return
+	}
+	if c.hook != nil && c.hook(w, r) {
+		return
+	}
+	oauthError := func(status int, code string) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": code})
+	}
+	if r.Method != http.MethodPost || r.ParseForm() != nil {
+		oauthError(http.StatusBadRequest, "invalid_request")
+		return
+	}
+	id, secret, ok := r.BasicAuth()
+	if ok {
+		// RFC 6749 2.3.1: the id and secret are form-encoded first.
+		id, _ = url.QueryUnescape(id)
+		secret, _ = url.QueryUnescape(secret)
+	} else {
+		id, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	switch {
+	case r.PostForm.Get("grant_type") != "client_credentials":
+		oauthError(http.StatusBadRequest, "unsupported_grant_type")
+		return
+	case id != c.id || secret != c.secret:
+		oauthError(http.StatusUnauthorized, "invalid_client")
+		return
+	}
+	tok := "oat-" + hex.EncodeToString(randomBytes(16))
+	s.mu.Lock()
+	if s.issued == nil {
+		s.issued = map[string]time.Time{}
+	}
+	s.issued[tok] = time.Now().Add(c.life)
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": int(c.life / time.Second)})
+}
+
+// authorized reports whether r carries Token or an unexpired issued token.
+func (s *Server) authorized(r *http.Request) bool {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	if tok == s.Token {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	exp, ok := s.issued[tok]
+	return ok && time.Now().Before(exp)
 }
 
 // SetHistory shares the tables' history (version queries) or not.
@@ -140,7 +244,7 @@ func (s *Server) WriteProfile(t testing.TB, path, token string) {
 }
 
 func (s *Server) api(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Bearer "+s.Token {
+	if !s.authorized(r) {
 		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "The bearer token is missing or incorrect.")
 		return
 	}

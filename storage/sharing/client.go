@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
@@ -23,9 +24,9 @@ import (
 // Client calls the sharing server for one table: Query Table Version and
 // Read Data from a Table, in the delta response format.
 type Client struct {
-	base  string // endpoint + /shares/{share}/schemas/{schema}/tables/{table}
-	token string
-	hc    *http.Client
+	base string // endpoint + /shares/{share}/schemas/{schema}/tables/{table}
+	cred credentials
+	hc   *http.Client
 	// timeout bounds a request's pauses: until its answer's headers, and
 	// between two reads of the body; the whole answer must come within
 	// answerTimeouts of it (bounds.go).
@@ -45,8 +46,8 @@ func NewClient(p Profile, n Name, hc *http.Client, timeout time.Duration) *Clien
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Client{base: base, token: p.BearerToken, hc: hc, timeout: timeout, maxBody: maxResponse, maxLine: maxLine,
-		plain: strings.HasPrefix(strings.ToLower(p.Endpoint), "http://")}
+	return &Client{base: base, cred: newCredentials(p, n.Profile, hc, timeout, slog.Default(), time.Now), hc: hc, timeout: timeout,
+		maxBody: maxResponse, maxLine: maxLine, plain: strings.HasPrefix(strings.ToLower(p.Endpoint), "http://")}
 }
 
 // APIError is a server's error answer: its status and
@@ -336,11 +337,13 @@ func shortQuote(s string) string {
 
 // do sends one API request with the token and the capabilities, and turns
 // a non-2xx answer into an *APIError. Transient failures (5xx, a request
-// that did not get through or got no answer in time) are tried 3 times.
+// that did not get through or got no answer in time) are tried 3 times; a
+// refused OAuth token is renewed and tried once more.
 // The answer's body is read under a watchdog (bounds.go); closing it ends
 // the request.
 func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.Response, error) {
 	var last error
+	renewed := false
 	for attempt := 0; attempt < 3; attempt++ {
 		if attempt > 0 {
 			select {
@@ -355,7 +358,12 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.R
 			w.stop()
 			return nil, err
 		}
-		req.Header.Set("Authorization", "Bearer "+c.token)
+		tok, err := c.cred.token(ctx)
+		if err != nil {
+			w.stop()
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
 		req.Header.Set("delta-sharing-capabilities", capabilities())
 		if body != nil {
 			req.Header.Set("Content-Type", "application/json; charset=utf-8")
@@ -382,6 +390,11 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.R
 		resp.Body.Close()
 		ae := &APIError{*httpjson.Decode(resp.StatusCode, b, "errorCode")}
 		ae.Message = clip(c.redact(oneLine(ae.Message)))
+		if resp.StatusCode == http.StatusUnauthorized && !renewed && c.cred.renew(tok) {
+			renewed, last = true, ae
+			attempt--
+			continue
+		}
 		if resp.StatusCode < 500 {
 			return nil, ae
 		}
@@ -390,12 +403,15 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.R
 	return nil, last
 }
 
-// redact removes the token from a server's message, should it echo it.
+// redact removes the credentials from a server's message, should it echo
+// them.
 func (c *Client) redact(s string) string {
-	if c.token == "" {
-		return s
+	for _, x := range c.cred.secrets() {
+		if x != "" {
+			s = strings.ReplaceAll(s, x, "***")
+		}
 	}
-	return strings.ReplaceAll(s, c.token, "***")
+	return s
 }
 
 // cleanNetErr is a transport error without the request's URL (a

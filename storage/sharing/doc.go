@@ -10,8 +10,18 @@
 // same as for a table on disk:
 //
 //   - The profile file (shareCredentialsVersion 1, or 2 with type
-//     bearer_token) gives the endpoint and the bearer token; a token past
-//     its expirationTime is refused before any request.
+//     bearer_token or oauth_client_credentials) gives the endpoint and the
+//     bearer token (credentials.go). A bearer token past its
+//     expirationTime is refused before any request; one warning is logged
+//     a day before. An OAuth profile's token comes from its tokenEndpoint
+//     (the client credentials grant of RFC 6749, the client id and secret
+//     as HTTP Basic authentication, golang.org/x/oauth2): fetched at open,
+//     renewed once two thirds of its life have passed (never more often
+//     than once a second), and renewed at once when the server refuses it.
+//     A failing renewal backs off from 1 s to 1 min while the old token,
+//     until it expires, serves; one line says it fails, one that it
+//     recovered. The token endpoint is asked without redirects, and only
+//     over https when the endpoint is https.
 //   - Query Table Version (GET .../version) gives the current version.
 //     Each version N is a snapshot query (POST .../query, {"version": N})
 //     with delta-sharing-capabilities: responseformat=delta and the
@@ -78,9 +88,11 @@
 //     checked.
 //   - No official Go client exists (delta-sharing ships Python, Spark,
 //     Java and Rust clients); two endpoints are plain net/http here.
-//   - Only the delta response format is read: an answer in the parquet
-//     format is refused with a line saying so (the specification lets the
-//     caller decide how to handle it).
+//   - Both response formats are read (parquetformat.go): a server that
+//     ignores the capabilities header answers in the parquet format, whose
+//     files, partition values, statistics and sizes make the same adds;
+//     what it cannot express (deletion vectors, column mapping) is refused
+//     by name.
 //   - The protocol shares no commitInfo: a shared commit has no operation.
 //   - A snapshot query gives a version's timestamp on its files only: a
 //     version with no live file gets the timestamp of the version before
@@ -93,7 +105,9 @@
 //     change files only (not an OPTIMIZE's), which would leave replaced
 //     files in the synthesised log; snapshot queries give each version's
 //     exact files. The cost is one query per version at open.
-//   - The OAuth profile type (oauth_client_credentials) and asyncquery,
-//     pagination and refreshToken are not implemented: a profile of
-//     another type is refused with a line naming it.
+//   - The profile type basic, asyncquery, pagination and refreshToken are
+//     not implemented: a profile of another type is refused with a line
+//     naming it. PROTOCOL.md describes only profile version 1; version 2
+//     follows the fields delta-io/delta-sharing's clients read
+//     (tokenEndpoint, clientId, clientSecret, scope).
 package sharing

@@ -58,7 +58,17 @@ type Profile struct {
 	Endpoint                string `json:"endpoint"`
 	BearerToken             string `json:"bearerToken"`
 	ExpirationTime          string `json:"expirationTime"`
+
+	// Type oauth_client_credentials: the token comes from TokenEndpoint
+	// (OAuth 2.0 client credentials grant).
+	TokenEndpoint string `json:"tokenEndpoint"`
+	ClientID      string `json:"clientId"`
+	ClientSecret  string `json:"clientSecret"`
+	Scope         string `json:"scope"`
 }
+
+// typeOAuth is the profile type of the OAuth client credentials grant.
+const typeOAuth = "oauth_client_credentials"
 
 // String never shows the token.
 func (p Profile) String() string { return "Delta Sharing profile for " + p.Endpoint }
@@ -80,9 +90,9 @@ func LoadProfile(path string, now time.Time) (Profile, error) {
 	}
 	switch {
 	case p.ShareCredentialsVersion == 1:
-	case p.ShareCredentialsVersion == 2 && (p.Type == "" || p.Type == "bearer_token"):
+	case p.ShareCredentialsVersion == 2 && (p.Type == "" || p.Type == "bearer_token" || p.Type == typeOAuth):
 	case p.ShareCredentialsVersion == 2:
-		return Profile{}, fmt.Errorf("profile %s: profile type %q is not supported (only bearer_token)", path, p.Type)
+		return Profile{}, fmt.Errorf("profile %s: profile type %s is not supported (only bearer_token and %s)", path, shortQuote(p.Type), typeOAuth)
 	case p.ShareCredentialsVersion == 0:
 		return Profile{}, fmt.Errorf("profile %s: no shareCredentialsVersion", path)
 	default:
@@ -91,6 +101,13 @@ func LoadProfile(path string, now time.Time) (Profile, error) {
 	u, err := url.Parse(p.Endpoint)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return Profile{}, fmt.Errorf("profile %s: endpoint %q is not an http(s) URL", path, p.Endpoint)
+	}
+	p.Endpoint = strings.TrimRight(p.Endpoint, "/")
+	if p.Type == typeOAuth {
+		if err := checkOAuth(p, u, path); err != nil {
+			return Profile{}, err
+		}
+		return p, nil
 	}
 	if p.BearerToken == "" {
 		return Profile{}, fmt.Errorf("profile %s: no bearerToken", path)
@@ -104,6 +121,26 @@ func LoadProfile(path string, now time.Time) (Profile, error) {
 			return Profile{}, fmt.Errorf("profile %s: the bearer token expired at %s: ask the provider for a new profile", path, exp.UTC().Format(time.RFC3339))
 		}
 	}
-	p.Endpoint = strings.TrimRight(p.Endpoint, "/")
 	return p, nil
+}
+
+// checkOAuth checks an oauth_client_credentials profile whose endpoint is
+// u: a token endpoint that is an http(s) URL, https when the sharing
+// endpoint is (the client's secret never travels in clear where the data
+// does not), and a client id and secret.
+func checkOAuth(p Profile, endpoint *url.URL, path string) error {
+	t, err := url.Parse(p.TokenEndpoint)
+	switch {
+	case p.TokenEndpoint == "":
+		return fmt.Errorf("profile %s: no tokenEndpoint", path)
+	case err != nil || (t.Scheme != "https" && t.Scheme != "http") || t.Host == "" || t.User != nil:
+		return fmt.Errorf("profile %s: tokenEndpoint %s is not an http(s) URL", path, shortQuote(p.TokenEndpoint))
+	case endpoint.Scheme == "https" && t.Scheme != "https":
+		return fmt.Errorf("profile %s: tokenEndpoint %s is not https while the endpoint is: the client secret would travel in clear", path, shortQuote(p.TokenEndpoint))
+	case p.ClientID == "":
+		return fmt.Errorf("profile %s: no clientId", path)
+	case p.ClientSecret == "":
+		return fmt.Errorf("profile %s: no clientSecret", path)
+	}
+	return nil
 }
