@@ -70,7 +70,7 @@ func (b *bearer) token(context.Context) (string, error) {
 	return b.tok, nil
 }
 
-func (b *bearer) renew(string) bool  { return false }
+func (b *bearer) renew(string) bool { return false }
 func (b *bearer) secrets() []string { return []string{b.tok} }
 
 // OAuth renewal: a token is renewed once two thirds of its life have
@@ -90,8 +90,8 @@ type oauth struct {
 	hc      *http.Client
 	timeout time.Duration // bounds one request to the token endpoint
 	path    string
-	log  *slog.Logger
-	now  func() time.Time
+	log     *slog.Logger
+	now     func() time.Time
 
 	mu      sync.Mutex
 	tok     string
