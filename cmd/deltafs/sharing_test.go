@@ -75,13 +75,24 @@ func comparableLog(s string) string {
 // TestSharingDeltaTables: every table of testdata/delta by name equals the
 // table by path: log --json (but the operation), and every version's
 // sample files.
-func TestSharingDeltaTables(t *testing.T) { checkSharedTables(t, false) }
+func TestSharingDeltaTables(t *testing.T) { checkSharedTables(t, sharingMode{}) }
 
 // TestSharingParquetFormat: a server that ignores the capabilities header
 // answers in the parquet response format only; every table it serves
 // reads as the table by path, and those that need the delta format
 // (deletion vectors, column mapping) are refused in one line.
-func TestSharingParquetFormat(t *testing.T) { checkSharedTables(t, true) }
+func TestSharingParquetFormat(t *testing.T) { checkSharedTables(t, sharingMode{parquet: true}) }
+
+// TestSharingAsyncPagedOAuth: a server that answers every query
+// asynchronously (a pending status first), in pages of two files, to an
+// OAuth profile whose tokens live 4 s: every table reads as by path.
+func TestSharingAsyncPagedOAuth(t *testing.T) { checkSharedTables(t, sharingMode{asyncOAuth: true}) }
+
+// sharingMode is how the test server answers.
+type sharingMode struct {
+	parquet    bool // the parquet response format only
+	asyncOAuth bool // asynchronous queries, pages, OAuth tokens
+}
 
 // needsDeltaFormat: the table's readers need what the parquet response
 // format cannot express.
@@ -90,18 +101,33 @@ func needsDeltaFormat(t *testing.T, dir string) bool {
 	return err == nil && len(b) > 0
 }
 
-func checkSharedTables(t *testing.T, parquet bool) {
+func checkSharedTables(t *testing.T, mode sharingMode) {
 	mounttest.RequireFUSE(t)
 	bin := mounttest.Binary(t)
 	names := deltaTableNames(t)
 	f := startSharing(t, 20*time.Second, names)
+	parquet := mode.parquet
 	f.srv.SetParquetOnly(parquet)
+	if mode.asyncOAuth {
+		f.srv.SetAsync(1)
+		f.srv.SetPageSize(2)
+		f.srv.EnableOAuth("deltafs-ci", "oauth-client-secret-1234", 4*time.Second, nil)
+		f.srv.WriteOAuthProfile(t, f.profile, "deltafs-ci", "oauth-client-secret-1234", "")
+		defer func() {
+			if f.srv.Polls.Load() == 0 || f.srv.TokenRequests.Load() == 0 {
+				t.Errorf("%d polls of asynchronous queries, %d token requests: the mode was not exercised", f.srv.Polls.Load(), f.srv.TokenRequests.Load())
+			}
+		}()
+	}
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			loc := f.location(name)
 			local := f.local[name]
 			lOut, lErr, lCode := runBin(t, bin, time.Minute, "log", "--json", local)
-			sOut, sErr, sCode := runBin(t, bin, time.Minute, "log", "--json", loc)
+			sOut, sErr, sCode := runBin(t, bin, time.Minute, "log", "--json", loc, "--log-level", "debug")
+			if strings.Contains(sOut+sErr, "oauth-client-secret-1234") || strings.Contains(sOut+sErr, "oat-") {
+				t.Errorf("the OAuth secret or a token is shown: %s", sErr)
+			}
 			if parquet && lCode == 0 && needsDeltaFormat(t, local) {
 				errLines := strings.Split(strings.TrimSpace(sErr), "\n")
 				if sCode == 0 || !strings.Contains(errLines[len(errLines)-1], "responseformat=delta") {

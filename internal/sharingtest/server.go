@@ -17,9 +17,11 @@
 // Sharing clients of delta-io/delta-sharing read them; PROTOCOL.md
 // describes only version 1.
 //
-// Deviations: only the two endpoints above; queries with startingVersion,
-// timestamp or predicates, and the parquet response format, are answered
-// 400 (deltafs sends none of them).
+// Queries can be answered asynchronously (SetAsync: asyncquery, Get Query
+// Info) and in pages (SetPageSize: endStreamAction.nextPageToken).
+//
+// Deviations: only the endpoints above; queries with startingVersion,
+// timestamp or predicates are answered 400 (deltafs sends none of them).
 package sharingtest
 
 import (
@@ -83,6 +85,21 @@ type Server struct {
 	TokenRequests atomic.Int64
 	oauth         atomic.Pointer[oauthClient]
 	issued        map[string]time.Time // under mu
+
+	// Asynchronous queries and pages (SetAsync, SetPageSize).
+	async    atomic.Int64           // polls answered pending; 0: synchronous
+	pageSize atomic.Int64           // files a page; 0: one page
+	queries  map[string]*asyncQuery // under mu, by queryId
+	Polls    atomic.Int64           // Get Query Info requests
+}
+
+// asyncQuery is a submitted asynchronous query: its answer, computed at
+// once, and the polls still to be answered pending.
+type asyncQuery struct {
+	table   string // share.schema.table, lower-case
+	header  http.Header
+	lines   [][]byte
+	pending int
 }
 
 // oauthClient is the one client the token endpoint knows.
@@ -138,6 +155,16 @@ func Start(t testing.TB, lifetime time.Duration) *Server {
 func (s *Server) EnableOAuth(clientID, secret string, life time.Duration, hook func(w http.ResponseWriter, r *http.Request) bool) {
 	s.oauth.Store(&oauthClient{id: clientID, secret: secret, life: life, hook: hook})
 }
+
+// SetAsync makes the server honour asyncquery=true in the capabilities
+// header (PROTOCOL.md, asyncQuery): a query is answered with a pending
+// queryStatus, and Get Query Info (POST .../queries/{queryId}) answers
+// pending polls times before the answer; 0 answers every query at once.
+func (s *Server) SetAsync(polls int) { s.async.Store(int64(polls)) }
+
+// SetPageSize makes every answer come in pages of n files, each ending in
+// an endStreamAction with the nextPageToken of the next (0: one page).
+func (s *Server) SetPageSize(n int) { s.pageSize.Store(int64(n)) }
 
 // WriteOAuthProfile writes a profile file of shareCredentialsVersion 2
 // and type oauth_client_credentials for this server's token endpoint.
@@ -249,6 +276,15 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// shares/{share}/schemas/{schema}/tables/{table}/{version|query}
+	// or .../queries/{queryId}
+	if esc := strings.Split(strings.TrimPrefix(r.URL.EscapedPath(), Prefix+"/"), "/"); len(esc) == 8 && esc[6] == "queries" && r.Method == http.MethodPost {
+		full := make([]string, 3)
+		for i, e := range []string{esc[1], esc[3], esc[5]} {
+			full[i], _ = url.PathUnescape(e)
+		}
+		s.queryInfo(w, r, strings.ToLower(strings.Join(full, ".")), esc[7])
+		return
+	}
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, Prefix+"/"), "/")
 	if len(parts) != 7 || parts[0] != "shares" || parts[2] != "schemas" || parts[4] != "tables" {
 		writeError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", "No such endpoint.")
@@ -280,9 +316,119 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Delta-Table-Version", strconv.FormatInt(v, 10))
 		w.WriteHeader(http.StatusOK)
 	case parts[6] == "query" && r.Method == http.MethodPost:
-		s.query(w, r, full, tb)
+		s.queryPaged(w, r, full, tb)
 	default:
 		writeError(w, http.StatusMethodNotAllowed, "INVALID_PARAMETER_VALUE", "Method not allowed.")
+	}
+}
+
+// queryPaged answers Read Data from a Table: at once in one page, or in
+// pages, or asynchronously (SetAsync, SetPageSize).
+func (s *Server) queryPaged(w http.ResponseWriter, r *http.Request, full string, tb *table) {
+	async := s.async.Load() > 0 && strings.Contains(strings.ToLower(r.Header.Get("delta-sharing-capabilities")), "asyncquery=true")
+	if !async && s.pageSize.Load() == 0 {
+		s.query(w, r, full, tb)
+		return
+	}
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	var paging struct {
+		PageToken string `json:"pageToken"`
+	}
+	_ = json.Unmarshal(body, &paging)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	rec := httptest.NewRecorder()
+	s.query(rec, r, full, tb)
+	if rec.Code != http.StatusOK {
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+		return
+	}
+	lines := bytes.SplitAfter(bytes.TrimSpace(rec.Body.Bytes()), []byte("\n"))
+	if !async || paging.PageToken != "" {
+		s.writePage(w, rec.Header(), lines, paging.PageToken)
+		return
+	}
+	id := "q/" + hex.EncodeToString(randomBytes(8)) // a '/' the client must escape
+	s.mu.Lock()
+	if s.queries == nil {
+		s.queries = map[string]*asyncQuery{}
+	}
+	s.queries[id] = &asyncQuery{table: full, header: rec.Header(), lines: lines, pending: int(s.async.Load())}
+	s.mu.Unlock()
+	writePending(w, id)
+}
+
+// queryInfo answers Get Query Info.
+func (s *Server) queryInfo(w http.ResponseWriter, r *http.Request, full, escaped string) {
+	if !s.authorized(r) {
+		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "The bearer token is missing or incorrect.")
+		return
+	}
+	s.Polls.Add(1)
+	id, err := url.PathUnescape(escaped)
+	var body struct {
+		PageToken string `json:"pageToken"`
+	}
+	_ = json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body)
+	s.mu.Lock()
+	q := s.queries[id]
+	pending := q != nil && q.table == full && q.pending > 0
+	if pending {
+		q.pending--
+	}
+	s.mu.Unlock()
+	switch {
+	case err != nil || q == nil || q.table != full:
+		writeError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", "The queryId is unknown or has expired.")
+	case pending:
+		writePending(w, id)
+	default:
+		s.writePage(w, q.header, q.lines, body.PageToken)
+	}
+}
+
+func writePending(w http.ResponseWriter, id string) {
+	w.Header().Set("Content-Type", "application/x-ndjson; charset=utf-8")
+	w.Header().Set("delta-sharing-capabilities", "asyncquery=true")
+	_ = json.NewEncoder(w).Encode(map[string]any{"queryStatus": map[string]any{"queryId": id, "status": "pending"}})
+}
+
+// writePage writes the page of token ("" or "page-K") of an answer whose
+// first two lines are its protocol and metaData: they start every page.
+func (s *Server) writePage(w http.ResponseWriter, header http.Header, lines [][]byte, token string) {
+	k := 0
+	if token != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(token, "page-"))
+		if err != nil || !strings.HasPrefix(token, "page-") || n < 1 {
+			writeError(w, http.StatusBadRequest, "INVALID_PARAMETER_VALUE", "The page token is not valid.")
+			return
+		}
+		k = n
+	}
+	head, files := lines[:min(2, len(lines))], lines[min(2, len(lines)):]
+	size := int(s.pageSize.Load())
+	if size <= 0 {
+		size = max(len(files), 1)
+	}
+	from := min(k*size, len(files))
+	to := min(from+size, len(files))
+	for _, h := range []string{"Content-Type", "Delta-Table-Version", "delta-sharing-capabilities"} {
+		w.Header().Set(h, header.Get(h))
+	}
+	w.WriteHeader(http.StatusOK)
+	for _, l := range head {
+		_, _ = w.Write(bytes.TrimRight(l, "\n"))
+		_, _ = w.Write([]byte("\n"))
+	}
+	for _, l := range files[from:to] {
+		_, _ = w.Write(bytes.TrimRight(l, "\n"))
+		_, _ = w.Write([]byte("\n"))
+	}
+	if to < len(files) {
+		_ = json.NewEncoder(w).Encode(map[string]any{"endStreamAction": map[string]any{"nextPageToken": fmt.Sprintf("page-%d", k+1)}})
 	}
 }
 

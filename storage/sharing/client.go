@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,7 +67,7 @@ func capabilities() string {
 		fs = append(fs, strings.ToLower(f))
 	}
 	slices.Sort(fs)
-	return "responseformat=delta;readerfeatures=" + strings.Join(fs, ",")
+	return "responseformat=delta;readerfeatures=" + strings.Join(fs, ",") + ";asyncquery=true"
 }
 
 // Version is Query Table Version: the table's current version.
@@ -140,155 +142,323 @@ type responseLine struct {
 	File      *File         `json:"file"`
 	Add       any           `json:"add"`
 	EndStream *struct {
-		ErrorMessage string `json:"errorMessage"`
+		ErrorMessage  string `json:"errorMessage"`
+		NextPageToken string `json:"nextPageToken"`
 	} `json:"endStreamAction"`
 	// Top-level EndStreamAction fields (the specification's example).
-	ErrorMessage string `json:"errorMessage"`
+	ErrorMessage  string       `json:"errorMessage"`
+	NextPageToken string       `json:"nextPageToken"`
+	QueryStatus   *queryStatus `json:"queryStatus"`
 }
 
 // Query is Read Data from a Table: the table's files as of version (nil:
-// the current version).
+// the current version). The query is submitted asynchronously where the
+// server offers it (asyncquery): its status is polled until it succeeds,
+// within answerTimeouts timeouts; an answer in pages (an endStreamAction
+// with a nextPageToken) is read page by page into one.
 func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
-	body := []byte("{}")
-	if version != nil {
-		body = []byte(fmt.Sprintf(`{"version":%d}`, *version))
-	}
-	resp, err := c.do(ctx, http.MethodPost, c.base+"/query", body)
+	q := queryBody{Version: version, IdempotencyKey: idempotencyKey()}
+	a := &answer{c: c, out: &Response{Version: -1}, ids: map[string]bool{}, seen: map[string]bool{}}
+	u := c.base + "/query"
+	p, err := a.page(ctx, u, q)
 	if err != nil {
 		return nil, err
 	}
+	if p.status != nil {
+		deadline := time.Now().Add(answerTimeouts * c.timeout)
+		u = c.base + "/queries/" + url.PathEscape(p.status.QueryID)
+		wait := pollFirst
+		for p.status != nil {
+			if err := p.status.check(); err != nil {
+				return nil, err
+			}
+			if time.Now().Add(wait).After(deadline) {
+				return nil, fmt.Errorf("the asynchronous query %s is still pending after %v", shortQuote(p.status.QueryID), answerTimeouts*c.timeout)
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, pollMax)
+			if p, err = a.page(ctx, u, queryBody{}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for pages := 1; p.next != ""; pages++ {
+		if a.seen[p.next] {
+			return nil, fmt.Errorf("page %d of the answer gives a nextPageToken it gave before: the pages loop", pages)
+		}
+		if pages >= maxPages {
+			return nil, fmt.Errorf("the answer runs past %d pages", maxPages)
+		}
+		a.seen[p.next] = true
+		next := q
+		if u != c.base+"/query" {
+			next = queryBody{} // Get Query Info takes the token alone
+		}
+		next.PageToken, next.IdempotencyKey = p.next, ""
+		if p, err = a.page(ctx, u, next); err != nil {
+			return nil, err
+		}
+		if p.status != nil {
+			return nil, fmt.Errorf("page %d of the answer is a query status", pages+1)
+		}
+	}
+	return a.finish()
+}
+
+// Asynchronous queries are polled from pollFirst, doubling to pollMax;
+// an answer has at most maxPages pages.
+const (
+	pollFirst = 50 * time.Millisecond
+	pollMax   = 2 * time.Second
+	maxPages  = 100_000
+)
+
+// queryBody is Read Data from a Table's request body, and Get Query
+// Info's (its pageToken only).
+type queryBody struct {
+	Version        *int64 `json:"version,omitempty"`
+	PageToken      string `json:"pageToken,omitempty"`
+	IdempotencyKey string `json:"idempotencyKey,omitempty"`
+}
+
+// idempotencyKey names one submission of a query, so that a retried
+// submission maps to the same asynchronous query (PROTOCOL.md).
+func idempotencyKey() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// queryStatus is an asynchronous query's status line.
+type queryStatus struct {
+	QueryID      string `json:"queryId"`
+	Status       string `json:"status"`
+	ErrorMessage string `json:"errorMessage"`
+	Message      string `json:"message"`
+}
+
+// check fails a status that is not pending.
+func (q *queryStatus) check() error {
+	switch q.Status {
+	case "pending":
+		return nil
+	case "failed":
+		msg := q.ErrorMessage
+		if msg == "" {
+			msg = q.Message
+		}
+		return fmt.Errorf("the server failed the asynchronous query: %s", clip(oneLine(msg)))
+	}
+	return fmt.Errorf("the asynchronous query's status is %s (the protocol knows pending and failed)", shortQuote(q.Status))
+}
+
+// answer gathers a query's pages into one Response.
+type answer struct {
+	c        *Client
+	out      *Response
+	numFiles *int64
+	ids      map[string]bool // the file ids so far
+	seen     map[string]bool // the page tokens so far
+	bytes    int64           // read so far, against c.maxBody
+}
+
+// pageEnd is how a page ended: a query status (the query is pending or
+// failed), a token for the next page, or neither.
+type pageEnd struct {
+	status *queryStatus
+	next   string
+}
+
+// page sends one request of a query and reads its answer into a.
+func (a *answer) page(ctx context.Context, u string, q queryBody) (pageEnd, error) {
+	c := a.c
+	body, _ := json.Marshal(q)
+	resp, err := c.do(ctx, http.MethodPost, u, body)
+	if err != nil {
+		return pageEnd{}, err
+	}
 	defer resp.Body.Close()
-	out := &Response{Version: -1}
 	if h := resp.Header.Get("Delta-Table-Version"); h != "" {
 		v, err := strconv.ParseInt(h, 10, 64)
 		if err != nil || v < 0 {
-			return nil, fmt.Errorf("the server's Delta-Table-Version %q is not a version", h)
+			return pageEnd{}, fmt.Errorf("the server's Delta-Table-Version %q is not a version", h)
 		}
-		out.Version = v
+		if a.out.Version >= 0 && v != a.out.Version {
+			return pageEnd{}, fmt.Errorf("the answer's pages are of versions %d and %d", a.out.Version, v)
+		}
+		a.out.Version = v
 	}
 	// The scanner hands out the bytes before a read error as a last line:
-	// the error, kept by answer, is the cause then, not that line's JSON.
-	answer := &stickyReader{r: &boundedReader{r: resp.Body, max: c.maxBody}}
-	sc := bufio.NewScanner(answer)
+	// the error, kept by r, is the cause then, not that line's JSON.
+	br := &boundedReader{r: resp.Body, max: c.maxBody, read: a.bytes} // one bound for all pages
+	r := &stickyReader{r: br}
+	defer func() { a.bytes = br.read }()
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, min(64<<10, c.maxLine)), c.maxLine)
 	n := 0
-	var numFiles *int64
-	ids := map[string]bool{}
+	var end pageEnd
 	format := formatUnknown
+	var protocol, metadata json.RawMessage // this page's
 	for sc.Scan() {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
 		n++
+		if end.status != nil || end.next != "" {
+			return pageEnd{}, fmt.Errorf("line %d of the answer follows its end (a query status or a nextPageToken)", n)
+		}
 		var l responseLine
 		if err := json.Unmarshal(line, &l); err != nil {
-			if answer.err != nil {
-				return nil, answerError(answer.err, n-1, c.maxLine)
+			if r.err != nil {
+				return pageEnd{}, answerError(r.err, n-1, c.maxLine)
 			}
-			return nil, fmt.Errorf("line %d of the answer: %s", n, httpjson.Cause(err))
+			return pageEnd{}, fmt.Errorf("line %d of the answer: %s", n, httpjson.Cause(err))
 		}
 		if (l.Protocol != nil) && (l.MetaData != nil || l.File != nil) || l.MetaData != nil && l.File != nil {
 			// PROTOCOL.md: "It must contain only ONE of the above fields."
-			return nil, fmt.Errorf("line %d of the answer holds more than one of protocol, metaData and file", n)
+			return pageEnd{}, fmt.Errorf("line %d of the answer holds more than one of protocol, metaData and file", n)
 		}
 		switch {
+		case l.QueryStatus != nil:
+			if n != 1 {
+				return pageEnd{}, fmt.Errorf("line %d of the answer: a query status after other lines", n)
+			}
+			if l.QueryStatus.QueryID == "" || len(l.QueryStatus.QueryID) > 1024 {
+				return pageEnd{}, errors.New("the asynchronous query's status has no queryId, or one longer than 1 KiB")
+			}
+			end.status = l.QueryStatus
 		case l.Protocol != nil:
-			if out.Protocol != nil {
-				return nil, fmt.Errorf("line %d of the answer: a second protocol", n)
+			if protocol != nil {
+				return pageEnd{}, fmt.Errorf("line %d of the answer: a second protocol", n)
 			}
 			if len(l.Protocol.DeltaProtocol) == 0 {
 				// The parquet format: the server did not take (or
 				// ignored) responseformat=delta.
 				p, err := parquetProtocol(l.Protocol.MinReaderVersion)
 				if err != nil {
-					return nil, fmt.Errorf("line %d of the answer: %v", n, err)
+					return pageEnd{}, fmt.Errorf("line %d of the answer: %v", n, err)
 				}
-				out.Protocol, format = p, formatParquet
+				protocol, format = p, formatParquet
 				continue
 			}
 			if !isObject(l.Protocol.DeltaProtocol) {
-				return nil, fmt.Errorf("line %d of the answer: deltaProtocol is not a JSON object", n)
+				return pageEnd{}, fmt.Errorf("line %d of the answer: deltaProtocol is not a JSON object", n)
 			}
-			out.Protocol, format = l.Protocol.DeltaProtocol, formatDelta
+			protocol, format = l.Protocol.DeltaProtocol, formatDelta
 		case l.MetaData != nil && format == formatParquet:
 			if len(l.MetaData.DeltaMetadata) != 0 {
-				return nil, fmt.Errorf("line %d of the answer: a delta-format metaData in a parquet-format answer", n)
+				return pageEnd{}, fmt.Errorf("line %d of the answer: a delta-format metaData in a parquet-format answer", n)
 			}
-			if out.Metadata != nil {
+			if metadata != nil {
 				continue // a historical one: the first describes the snapshot
 			}
 			md, err := parquetMetadata(l.MetaData)
 			if err != nil {
-				return nil, fmt.Errorf("line %d of the answer: %v", n, err)
+				return pageEnd{}, fmt.Errorf("line %d of the answer: %v", n, err)
 			}
-			if err := checkAccess(l.MetaData); err != nil {
-				return nil, err
+			if err := a.metadata(md, l.MetaData); err != nil {
+				return pageEnd{}, err
 			}
-			out.Metadata, out.Location, numFiles = md, l.MetaData.Location, l.MetaData.NumFiles
+			metadata = md
 		case l.MetaData != nil:
 			if len(l.MetaData.DeltaMetadata) == 0 {
-				return nil, fmt.Errorf("line %d: metaData without deltaMetadata", n)
+				return pageEnd{}, fmt.Errorf("line %d: metaData without deltaMetadata", n)
 			}
 			if !isObject(l.MetaData.DeltaMetadata) {
-				return nil, fmt.Errorf("line %d of the answer: deltaMetadata is not a JSON object", n)
-			}
-			if err := checkAccess(l.MetaData); err != nil {
-				return nil, err
+				return pageEnd{}, fmt.Errorf("line %d of the answer: deltaMetadata is not a JSON object", n)
 			}
 			// A historical metaData (with a version) only comes with
 			// startingVersion, which deltafs does not send; the first
 			// one describes the snapshot.
-			if out.Metadata == nil {
-				out.Metadata = l.MetaData.DeltaMetadata
-				out.Location = l.MetaData.Location
-				numFiles = l.MetaData.NumFiles
+			if metadata == nil {
+				if err := a.metadata(l.MetaData.DeltaMetadata, l.MetaData); err != nil {
+					return pageEnd{}, err
+				}
+				metadata = l.MetaData.DeltaMetadata
 			}
 		case l.File != nil:
 			if format == formatParquet {
 				if err := l.File.fromParquet(); err != nil {
-					return nil, fmt.Errorf("line %d of the answer: %v", n, err)
+					return pageEnd{}, fmt.Errorf("line %d of the answer: %v", n, err)
 				}
 			} else if l.File.URL != nil {
-				return nil, fmt.Errorf("line %d of the answer: a parquet-format file in a delta-format answer", n)
+				return pageEnd{}, fmt.Errorf("line %d of the answer: a parquet-format file in a delta-format answer", n)
 			}
 			if len(l.File.DeltaSingleAction) == 0 {
-				return nil, fmt.Errorf("line %d: file without deltaSingleAction", n)
+				return pageEnd{}, fmt.Errorf("line %d: file without deltaSingleAction", n)
 			}
 			// The id is the file's identity (PROTOCOL.md: "A unique
 			// string for the file in a table"): an answer that repeats
 			// one lists a file twice, or two files as one.
 			if l.File.ID == "" {
-				return nil, fmt.Errorf("line %d of the answer: a file without an id", n)
+				return pageEnd{}, fmt.Errorf("line %d of the answer: a file without an id", n)
 			}
-			if ids[l.File.ID] {
-				return nil, fmt.Errorf("line %d of the answer: the file id %s again", n, shortQuote(l.File.ID))
+			if a.ids[l.File.ID] {
+				return pageEnd{}, fmt.Errorf("line %d of the answer: the file id %s again", n, shortQuote(l.File.ID))
 			}
-			ids[l.File.ID] = true
-			out.Files = append(out.Files, *l.File)
+			a.ids[l.File.ID] = true
+			a.out.Files = append(a.out.Files, *l.File)
 		case l.EndStream != nil && l.EndStream.ErrorMessage != "":
-			return nil, fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.EndStream.ErrorMessage))))
+			return pageEnd{}, fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.EndStream.ErrorMessage))))
 		case l.ErrorMessage != "":
-			return nil, fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.ErrorMessage))))
+			return pageEnd{}, fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.ErrorMessage))))
+		case l.EndStream != nil:
+			end.next = l.EndStream.NextPageToken
+		case l.NextPageToken != "":
+			end.next = l.NextPageToken
 		case l.Add != nil:
 			// Data change actions answer startingVersion queries only.
-			return nil, fmt.Errorf("line %d of the answer: an add action in a snapshot's answer", n)
+			return pageEnd{}, fmt.Errorf("line %d of the answer: an add action in a snapshot's answer", n)
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, answerError(err, n, c.maxLine)
+		return pageEnd{}, answerError(err, n, c.maxLine)
 	}
-	if out.Protocol == nil || out.Metadata == nil {
-		return nil, errors.New("the answer has no protocol or metaData line")
+	if end.status != nil {
+		end.status.Message = c.redact(end.status.Message)
+		end.status.ErrorMessage = c.redact(end.status.ErrorMessage)
+		return end, nil
 	}
+	if protocol == nil || metadata == nil {
+		return pageEnd{}, errors.New("the answer has no protocol or metaData line")
+	}
+	if a.out.Protocol != nil && !bytes.Equal(a.out.Protocol, protocol) {
+		return pageEnd{}, errors.New("the answer's pages give different protocols")
+	}
+	a.out.Protocol = protocol
+	return end, nil
+}
+
+// metadata takes a page's metaData: the first page's, or one equal to it.
+func (a *answer) metadata(md json.RawMessage, l *metaDataLine) error {
+	if err := checkAccess(l); err != nil {
+		return err
+	}
+	if a.out.Metadata != nil {
+		if !bytes.Equal(a.out.Metadata, md) || a.out.Location != l.Location {
+			return errors.New("the answer's pages give different metaData")
+		}
+		return nil
+	}
+	a.out.Metadata, a.out.Location, a.numFiles = md, l.Location, l.NumFiles
+	return nil
+}
+
+// finish checks the whole answer.
+func (a *answer) finish() (*Response, error) {
 	// A snapshot query lists every file of the version (deltafs sends no
 	// predicates or limit): an answer cut short at a line's end is caught
 	// when the server counted them.
-	if numFiles != nil && *numFiles != int64(len(out.Files)) {
-		return nil, fmt.Errorf("the answer lists %d files, its metaData says the version has %d", len(out.Files), *numFiles)
+	if a.numFiles != nil && *a.numFiles != int64(len(a.out.Files)) {
+		return nil, fmt.Errorf("the answer lists %d files, its metaData says the version has %d", len(a.out.Files), *a.numFiles)
 	}
-	out.PlainURLs = c.plain
-	return out, nil
+	a.out.PlainURLs = a.c.plain
+	return a.out, nil
 }
 
 // checkAccess refuses a table shared for directory-based access only.

@@ -105,8 +105,15 @@
 //     change files only (not an OPTIMIZE's), which would leave replaced
 //     files in the synthesised log; snapshot queries give each version's
 //     exact files. The cost is one query per version at open.
-//   - The profile type basic, asyncquery, pagination and refreshToken are
-//     not implemented: a profile of another type is refused with a line
+//   - Queries offer asyncquery=true: a server that takes it answers with
+//     a queryStatus whose queryId is polled (Get Query Info, from 50 ms
+//     doubling to 2 s, within answerTimeouts timeouts) until the answer
+//     comes; pending is the only status polled again, failed is the
+//     server's message. An answer in pages (endStreamAction's
+//     nextPageToken) is read page by page into one: every page's protocol
+//     and metaData must be the first's, the version the same, the size
+//     bound is for all pages together, and a token given twice is a loop.
+//   - The profile type basic and refreshToken are not implemented: a profile of another type is refused with a line
 //     naming it. PROTOCOL.md describes only profile version 1; version 2
 //     follows the fields delta-io/delta-sharing's clients read
 //     (tokenEndpoint, clientId, clientSecret, scope).

@@ -43,7 +43,7 @@ func startHostile(t *testing.T) *hostile {
 		switch {
 		case strings.HasSuffix(r.URL.Path, "/version"):
 			w.Header().Set("Delta-Table-Version", "0")
-		case strings.HasSuffix(r.URL.Path, "/query"):
+		case strings.HasSuffix(r.URL.Path, "/query"), strings.Contains(r.URL.Path, "/queries/"):
 			w.Header().Set("Delta-Table-Version", "0")
 			w.Header().Set("Content-Type", "application/x-ndjson")
 			h.query(w, r)
