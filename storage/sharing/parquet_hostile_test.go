@@ -58,7 +58,9 @@ func TestHostileParquetAnswers(t *testing.T) {
 			checkLine(t, err, tc.want)
 		})
 	}
-	h.query = func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, protocol+"\n"+metadata("")+"\n"+good+"\n") }
+	h.query = func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, protocol+"\n"+metadata("")+"\n"+good+"\n")
+	}
 	if _, err := h.open(h.client(0)); err != nil {
 		t.Fatalf("the control: %v", err)
 	}
