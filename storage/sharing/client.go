@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/internal/httpjson"
+	"github.com/deltafs/deltafs/internal/secret"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/dustin/go-humanize"
 )
@@ -45,6 +46,7 @@ func NewClient(p Profile, n Name, hc *http.Client, timeout time.Duration) *Clien
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
+	secret.Add(p.BearerToken)
 	return &Client{base: base, token: p.BearerToken, hc: hc, timeout: timeout, maxBody: maxResponse, maxLine: maxLine,
 		plain: strings.HasPrefix(strings.ToLower(p.Endpoint), "http://")}
 }
@@ -390,13 +392,9 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.R
 	return nil, last
 }
 
-// redact removes the token from a server's message, should it echo it.
-func (c *Client) redact(s string) string {
-	if c.token == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, c.token, "***")
-}
+// redact removes the token, and every other secret, from a server's
+// message, should it echo it.
+func (c *Client) redact(s string) string { return secret.Redact(s) }
 
 // cleanNetErr is a transport error without the request's URL (a
 // pre-signed URL is a secret; the API's URL is named elsewhere).
