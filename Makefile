@@ -24,7 +24,8 @@ FUZZ_TARGETS := \
 	./fs FuzzParseName \
 	./sample FuzzEscapeName \
 	./filter FuzzFilter \
-	./internal/attack FuzzAttack
+	./internal/attack FuzzAttack \
+	./internal/secret FuzzRedact
 
 .PHONY: all build test unit fuzz vet demo bench deps clean
 

@@ -8,8 +8,10 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 )
 
 // Mask replaces a secret in a line.
@@ -23,31 +25,42 @@ const MaxSecrets = 1024
 const minLen = 8
 
 var reg struct {
-	mu   sync.RWMutex
-	list []string
-	set  map[string]bool
+	mu    sync.RWMutex
+	added []string        // in the order added (the oldest is forgotten first)
+	set   map[string]bool // added's
+	// longest: added, longest first, so that a secret that holds another
+	// is masked whole, not around the one it holds.
+	longest []string
 }
 
 // Add registers secrets for Redact. Empty and very short strings are
-// ignored. A SAS token (a query string) registers its signature too.
+// ignored, and so are strings that are not UTF-8 (no token is: masking
+// one inside a line could cut a character in two). A SAS token (a query
+// string) registers its signature too.
 func Add(secrets ...string) {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	if reg.set == nil {
 		reg.set = map[string]bool{}
 	}
+	changed := false
 	for _, s := range secrets {
 		for _, v := range withParts(s) {
-			if len(v) < minLen || reg.set[v] {
+			if len(v) < minLen || !utf8.ValidString(v) || reg.set[v] {
 				continue
 			}
+			changed = true
 			reg.set[v] = true
-			reg.list = append(reg.list, v)
-			if len(reg.list) > MaxSecrets {
-				delete(reg.set, reg.list[0])
-				reg.list = reg.list[1:]
+			reg.added = append(reg.added, v)
+			if len(reg.added) > MaxSecrets {
+				delete(reg.set, reg.added[0])
+				reg.added = reg.added[1:]
 			}
 		}
+	}
+	if changed {
+		reg.longest = slices.Clone(reg.added)
+		slices.SortStableFunc(reg.longest, func(a, b string) int { return len(b) - len(a) })
 	}
 }
 
@@ -82,23 +95,37 @@ func signatureParam(k string) bool {
 }
 
 // shapes are secrets recognisable without registration: a bearer
-// credential, and the signature and credential parameters of a signed URL
-// (S3 and GCS pre-signed URLs, Azure SAS, CloudFront).
+// credential (RFC 6750's b64token, 8 characters at least, so that "the
+// bearer token" stays a phrase), and the signature and credential
+// parameters of a signed URL (S3 and GCS pre-signed URLs, Azure SAS,
+// CloudFront).
 var shapes = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)(bearer\s+)[^\s"',;]+`),
+	regexp.MustCompile(`(?i)(bearer\s+)[A-Za-z0-9._~+/-]{8,}=*`),
 	regexp.MustCompile(`(?i)([?&](?:sig|signature|x-amz-signature|x-amz-security-token|x-amz-credential|x-goog-signature|x-goog-credential|skoid|sktid)=)[^&\s"'#]+`),
 }
 
 // Redact is s without any registered secret and any secret of a known
-// shape.
+// shape, each replaced by Mask. Redact(Redact(s)) is Redact(s): masking is
+// repeated until nothing changes (a secret that contains the mask could
+// appear anew; each pass that masks a registered secret shortens s).
 func Redact(s string) string {
 	reg.mu.RLock()
-	for _, v := range reg.list {
+	defer reg.mu.RUnlock()
+	for {
+		r := redactOnce(s)
+		if r == s {
+			return r
+		}
+		s = r
+	}
+}
+
+func redactOnce(s string) string {
+	for _, v := range reg.longest {
 		if strings.Contains(s, v) {
 			s = strings.ReplaceAll(s, v, Mask)
 		}
 	}
-	reg.mu.RUnlock()
 	for _, re := range shapes {
 		s = re.ReplaceAllString(s, "${1}"+Mask)
 	}
