@@ -175,7 +175,7 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte, 
 			err = ue.Err // the URL is in the caller's message already
 		}
 		err = secret.Error(err)
-		return ctx.Err() == nil, err
+		return ctx.Err() == nil && !errors.Is(err, secret.ErrRedirect), err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))

@@ -40,8 +40,13 @@ type Client struct {
 }
 
 // NewClient is a client for the table n of profile p; timeout 0 is
-// DefaultTimeout.
+// DefaultTimeout. The token is registered with secret.Add (no line prints
+// it) and goes only to the endpoint's origin: whatever hc's CheckRedirect,
+// the client's is secret.CheckRedirect.
 func NewClient(p Profile, n Name, hc *http.Client, timeout time.Duration) *Client {
+	own := *hc
+	own.CheckRedirect = secret.CheckRedirect
+	hc = &own
 	base := p.Endpoint + "/shares/" + url.PathEscape(n.Share) + "/schemas/" + url.PathEscape(n.Schema) + "/tables/" + url.PathEscape(n.Table)
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -371,6 +376,9 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.R
 			if _, ok := w.timedOut(); ok {
 				last = fmt.Errorf("the sharing server sent no answer within %v", c.timeout)
 				continue
+			}
+			if errors.Is(err, secret.ErrRedirect) {
+				return nil, cleanNetErr(err) // not retried: it would be again
 			}
 			last = fmt.Errorf("the sharing server cannot be reached: %v", cleanNetErr(err))
 			continue
