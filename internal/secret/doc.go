@@ -14,7 +14,11 @@
 //     carry a request's credentials (its Authorization header) to another
 //     scheme, host or port, naming both origins, and a redirect from https
 //     to anything else; a request without credentials (a pre-signed URL)
-//     may follow a redirect to another https origin.
+//     may follow a redirect to another https origin. Go's client alone
+//     would forward the header to another port of the same host and from
+//     https to http. CheckRedirectAll, for the cloud backends whose
+//     credentials are set below the client (a signer, an oauth2
+//     transport, a SAS in the query), keeps every request at its origin.
 //
 // The registry keeps the latest MaxSecrets secrets: a mount renews its
 // vended credentials every 40 minutes or so, and a secret that has been
