@@ -26,6 +26,7 @@ FUZZ_TARGETS := \
 	./filter FuzzFilter \
 	./storage/sharing FuzzQueryAnswer \
 	./storage/sharing FuzzProfile \
+	./internal/secret FuzzRedact \
 	./internal/attack FuzzAttack
 
 .PHONY: all build test unit fuzz vet demo bench deps clean

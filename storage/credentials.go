@@ -53,7 +53,9 @@ func (c Credentials) String() string {
 // oauth2.TokenSource giving the token with the source's expiry, not
 // wrapped in oauth2.ReuseTokenSource (gcsstore.vendedToken). A source's
 // error is not retried by the SDK or the backend and its message is the
-// reason of the backend's one-line error.
+// reason of the backend's one-line error. No backend follows a redirect
+// to another origin (internal/secret.CheckRedirectAll): credentials, vended
+// or not, go only to the endpoint they are for.
 type CredentialSource interface {
 	Credentials(ctx context.Context) (Credentials, error)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/internal/httpjson"
+	"github.com/deltafs/deltafs/internal/secret"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/dustin/go-humanize"
 )
@@ -25,9 +26,13 @@ type Client struct {
 	Attempts int
 }
 
-// NewClient is a client with a 30 s limit per attempt and 4 attempts.
+// NewClient is a client with a 30 s limit per attempt and 4 attempts. Its
+// token is registered with secret.Add (no line prints it) and goes only to
+// the catalog's origin: a redirect elsewhere, or from https to http, fails
+// the call (secret.CheckRedirect).
 func NewClient(cfg Config) *Client {
-	return &Client{cfg: cfg, http: &http.Client{Timeout: 30 * time.Second}, Attempts: 4}
+	secret.Add(cfg.Token)
+	return &Client{cfg: cfg, http: &http.Client{Timeout: 30 * time.Second, CheckRedirect: secret.CheckRedirect}, Attempts: 4}
 }
 
 // TableInfo is the part of getTable's answer deltafs uses (all.yaml,
@@ -63,6 +68,15 @@ type TemporaryCredentials struct {
 // Storage turns the answer into storage.Credentials.
 func (t TemporaryCredentials) Storage() (storage.Credentials, error) {
 	c := storage.Credentials{Expires: time.UnixMilli(t.ExpirationTime)}
+	if t.AWS != nil {
+		secret.Add(t.AWS.SecretAccessKey, t.AWS.SessionToken)
+	}
+	if t.Azure != nil {
+		secret.Add(t.Azure.SASToken)
+	}
+	if t.GCP != nil {
+		secret.Add(t.GCP.OAuthToken)
+	}
 	switch {
 	case t.AWS != nil && t.AWS.AccessKeyID != "":
 		c.AWS = &storage.AWSCredentials{AccessKeyID: t.AWS.AccessKeyID, SecretAccessKey: t.AWS.SecretAccessKey, SessionToken: t.AWS.SessionToken}
@@ -80,8 +94,8 @@ func (t TemporaryCredentials) Storage() (storage.Credentials, error) {
 }
 
 // APIError is an answer other than 200, its code from error_code.
-// Message is the server's, which names no secret of ours (the token is
-// only ever in a header). Denied reports a refusal that retrying cannot
+// Message is the server's, redacted (secret.Redact: a server that echoes
+// the request's header would print the token). Denied reports a refusal that retrying cannot
 // change: bad token (401), no privilege (403), no such table (404).
 type APIError = httpjson.APIError
 
@@ -160,7 +174,8 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte, 
 		if errors.As(err, &ue) {
 			err = ue.Err // the URL is in the caller's message already
 		}
-		return ctx.Err() == nil, err
+		err = secret.Error(err)
+		return ctx.Err() == nil && !errors.Is(err, secret.ErrRedirect), err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))

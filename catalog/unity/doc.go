@@ -43,11 +43,14 @@
 //
 // # Secrets
 //
-// The token is only ever sent in the Authorization header. No message or
-// log line at any level holds the token or a vended secret:
-// storage.Credentials prints as "AWS session credentials valid until
-// ...". The catalog's error messages are quoted (they name the table and
-// the privilege, not the token).
+// The token is only ever sent in the Authorization header, and only to
+// the catalog's origin: a redirect to another scheme, host or port, or
+// from https to http, fails the call naming both origins
+// (secret.CheckRedirect). No message or log line at any level holds the
+// token or a vended secret: both are registered with the secret package,
+// and storage.Credentials prints as "AWS session credentials valid until
+// ...". The catalog's error messages are quoted, redacted (a catalog that
+// echoes the request's header gets the token replaced by ***).
 //
 // # Deviations and choices
 //

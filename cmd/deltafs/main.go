@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	_ "github.com/deltafs/deltafs/catalog/unity" // uc://catalog.schema.table
+	"github.com/deltafs/deltafs/internal/secret"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/sharing" // PROFILE.share#share.schema.table
@@ -43,7 +44,9 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 		if err := level.UnmarshalText([]byte(global.logLevel)); err != nil {
 			return usageError{fmt.Errorf("--log-level: %w", err)}
 		}
-		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+		// Every log line without secrets, Go's log package's included
+		// (net/http logs there: SetDefault routes it through the handler).
+		slog.SetDefault(slog.New(secret.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))))
 		if s3Retries < 0 || global.storage.S3.Timeout < 0 {
 			return usageError{errors.New("--s3-retries and --s3-timeout must not be negative")}
 		}
@@ -141,7 +144,7 @@ func main() {
 		if ierr := interruption(ctx); ierr != nil && errors.Is(err, context.Canceled) {
 			err = ierr // "interrupted by SIGTERM", not where the context was seen
 		}
-		fmt.Fprintf(os.Stderr, "deltafs: %v\n", err)
+		fmt.Fprintf(os.Stderr, "deltafs: %s\n", secret.Redact(err.Error()))
 		var u usageError
 		if errors.As(err, &u) {
 			os.Exit(2)

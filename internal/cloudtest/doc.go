@@ -6,7 +6,8 @@
 // connections (Loopback), fault middleware for any fake's handler (an
 // ErrorSwitch answering with the cloud's throttling or server error, a
 // Staller stopping bodies mid-way), the upload walk over a local table
-// directory (WalkFiles), and what a child process needs (FreePort,
-// OutputBuffer, StopGroup).
+// directory (WalkFiles), what a child process needs (FreePort,
+// OutputBuffer, StopGroup), and a Trap: the other origin of a redirect,
+// recording the credentials it receives.
 // It knows nothing of any cloud.
 package cloudtest

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+
+	"github.com/deltafs/deltafs/internal/secret"
 )
 
 // APIError is an API's answer other than success: its status, and the error
@@ -33,7 +35,8 @@ func (e *APIError) Denied() bool {
 }
 
 // Decode is the error answer of status with body, the code under
-// codeField. A body that is not such an object leaves Code and Message
+// codeField, its message without secrets (secret.Redact: a server may
+// echo the request's token). A body that is not such an object leaves Code and Message
 // empty.
 func Decode(status int, body []byte, codeField string) *APIError {
 	e := &APIError{Status: status}
@@ -48,6 +51,6 @@ func Decode(status int, body []byte, codeField string) *APIError {
 	if raw, ok := m["message"]; ok && json.Unmarshal(raw, &msg) != nil {
 		return e
 	}
-	e.Code, e.Message = code, msg
+	e.Code, e.Message = code, secret.Redact(msg)
 	return e
 }

@@ -18,6 +18,8 @@ func TestDecode(t *testing.T) {
 		{`{"errorCode":"X","message":7}`, "errorCode", "HTTP 500", false, 500},
 		{`{}`, "errorCode", "HTTP 429", false, 429},
 		{`{"message":"bad token"}`, "error_code", "HTTP 401: bad token", true, 401},
+		// A server that echoes the request's header: not the token.
+		{`{"error_code":"UNAUTHENTICATED","message":"Invalid token Bearer dapi0123456789abcdef"}`, "error_code", "HTTP 401 UNAUTHENTICATED: Invalid token Bearer ***", true, 401},
 	} {
 		e := Decode(c.status, []byte(c.body), c.field)
 		if got := e.Error(); got != c.want {

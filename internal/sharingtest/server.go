@@ -9,7 +9,8 @@
 // short lifetime, so that clients must renew them for real.
 //
 // For attacks, the file server can be slowed (SetFileDelay) or made to
-// serve other bytes than the files' (SetTamper).
+// serve other bytes than the files' (SetTamper), and the API's or the file
+// server's answers can be redirects elsewhere (RedirectAPI, RedirectFiles).
 //
 // Profiles of shareCredentialsVersion 2 with type oauth_client_credentials
 // (EnableOAuth, WriteOAuthProfile) get their tokens from an OAuth 2.0
@@ -91,6 +92,8 @@ type Server struct {
 	pageSize atomic.Int64           // files a page; 0: one page
 	queries  map[string]*asyncQuery // under mu, by queryId
 	Polls    atomic.Int64           // Get Query Info requests
+
+	redirectAPI, redirectFiles atomic.Pointer[http.HandlerFunc]
 }
 
 // asyncQuery is a submitted asynchronous query: its answer, computed at
@@ -107,6 +110,23 @@ type oauthClient struct {
 	id, secret string
 	life       time.Duration
 	hook       func(w http.ResponseWriter, r *http.Request) bool
+}
+
+// RedirectAPI makes the API answer every request with redirect (a
+// handler such as cloudtest.Trap.Redirect); nil stops it.
+func (s *Server) RedirectAPI(redirect http.HandlerFunc) { s.redirectAPI.Store(&redirect) }
+
+// RedirectFiles does the same for the file server, once a URL's signature
+// is checked (a pre-signed URL that redirects to a CDN).
+func (s *Server) RedirectFiles(redirect http.HandlerFunc) { s.redirectFiles.Store(&redirect) }
+
+// redirected answers r with the redirect p holds, if any.
+func redirected(p *atomic.Pointer[http.HandlerFunc], w http.ResponseWriter, r *http.Request) bool {
+	if h := p.Load(); h != nil && *h != nil {
+		(*h)(w, r)
+		return true
+	}
+	return false
 }
 
 // SetFileDelay makes every file answer wait d first (a slow object
@@ -271,6 +291,9 @@ func (s *Server) WriteProfile(t testing.TB, path, token string) {
 }
 
 func (s *Server) api(w http.ResponseWriter, r *http.Request) {
+	if redirected(&s.redirectAPI, w, r) {
+		return
+	}
 	if !s.authorized(r) {
 		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "The bearer token is missing or incorrect.")
 		return
@@ -671,6 +694,9 @@ func (s *Server) file(w http.ResponseWriter, r *http.Request) {
 	if time.Now().UnixMilli() > exp {
 		s.Expired.Add(1)
 		http.Error(w, "AccessDenied: Request has expired", http.StatusForbidden)
+		return
+	}
+	if redirected(&s.redirectFiles, w, r) {
 		return
 	}
 	s.InFlight.Add(1)

@@ -17,6 +17,9 @@
 // real SAS for Azurite (VendAzure, AzureProxy: azure.go), for gs:// an
 // OAuth token that WrapGCS, around fake-gcs-server, requires (gcs.go).
 // Both expire after Lifetime, as the S3 sessions do.
+//
+// For attacks, the catalog can redirect every request elsewhere
+// (RedirectTo) or echo the request's token in its refusals (EchoToken).
 package unitytest
 
 import (
@@ -58,6 +61,9 @@ type Server struct {
 	sas              map[string]time.Time // vended SAS signatures: expiry
 	gcpTokens        map[string]time.Time // vended GCP tokens: expiry
 	secrets          []string             // vended SAS tokens and GCP tokens
+
+	redirect http.HandlerFunc // RedirectTo (hostile.go)
+	echo     atomic.Bool      // EchoToken
 }
 
 type table struct {
@@ -154,6 +160,9 @@ func (s *Server) SessionsUsed() int {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	const prefix = "/api/2.1/unity-catalog"
+	if s.hostile(w, r) {
+		return
+	}
 	if r.Header.Get("Authorization") != "Bearer "+s.Token {
 		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Invalid or missing authentication token.")
 		return

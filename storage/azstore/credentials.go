@@ -12,6 +12,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/deltafs/deltafs/internal/secret"
 )
 
 // storageScope is the OAuth scope of Azure Storage in every cloud.
@@ -28,7 +30,7 @@ func (s *Store) connect(ctx context.Context) error {
 			return &Error{Location: s.loc, Reason: err.Error(), Wide: true, Permanent: true}
 		}
 		cs = &c
-		s.secrets = append(s.secrets, c.key, c.sas)
+		secret.Add(c.key, c.sas)
 	}
 	s.account = s.where.Account
 	if s.account == "" {
@@ -96,7 +98,7 @@ func (s *Store) connect(ctx context.Context) error {
 
 	envSASName, envSAS := firstEnv("AZURE_STORAGE_SAS_TOKEN")
 	envKeyName, envKey := firstEnv("AZURE_STORAGE_KEY", "AZURE_STORAGE_ACCOUNT_KEY")
-	s.secrets = append(s.secrets, envSAS, envKey, os.Getenv("AZURE_CLIENT_SECRET"))
+	secret.Add(envSAS, envKey, os.Getenv("AZURE_CLIENT_SECRET"))
 	switch {
 	case vended:
 		// The catalog's SAS, appended to every attempt by the pipeline;
@@ -143,7 +145,7 @@ func (s *Store) connect(ctx context.Context) error {
 		if asError(err, &e) {
 			return e
 		}
-		return &Error{Location: s.loc, Wide: true, Permanent: true, Reason: "cannot build the Azure client", Detail: s.redact(oneLine(err.Error()))}
+		return &Error{Location: s.loc, Wide: true, Permanent: true, Reason: "cannot build the Azure client", Detail: secret.Redact(oneLine(err.Error()))}
 	}
 	return nil
 }
@@ -154,7 +156,7 @@ func (s *Store) noCredentials(err error) error {
 	// URLs and rules: its first line says enough next to the reason.
 	first, _, _ := strings.Cut(strings.TrimSpace(err.Error()), "\n")
 	return &Error{Location: s.loc, Wide: true, Permanent: true,
-		Reason: reasonNoCredentials, Detail: s.redact(strings.TrimSuffix(oneLine(first), "."))}
+		Reason: reasonNoCredentials, Detail: secret.Redact(strings.TrimSuffix(oneLine(first), "."))}
 }
 
 // oneLine folds a multi-line message (azidentity lists every credential it

@@ -12,6 +12,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
+	"github.com/deltafs/deltafs/internal/secret"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/remote"
 )
@@ -78,7 +79,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	if errors.As(err, &e) {
 		return err
 	}
-	e = &Error{Location: s.loc, Op: op, Key: key, Attempts: attempts, Err: err, Detail: s.redact(describe(err))}
+	e = &Error{Location: s.loc, Op: op, Key: key, Attempts: attempts, Err: err, Detail: secret.Redact(describe(err))}
 	status, code := respError(err)
 	var ne net.Error
 	var dns *net.DNSError
@@ -88,7 +89,7 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	case errors.As(err, &ve):
 		// The catalog's word (revoked, expired and not renewed) says it
 		// all; the SDK's wrapping would only repeat it.
-		e.Op, e.Reason, e.Detail, e.Attempts, e.Err = "", s.redact(oneLine(ve.Error())), "", 0, ve
+		e.Op, e.Reason, e.Detail, e.Attempts, e.Err = "", secret.Redact(oneLine(ve.Error())), "", 0, ve
 		e.Permanent, e.Wide = true, true
 	case errors.As(err, &ue):
 		// The message says it all: the endpoint, since when, why, and

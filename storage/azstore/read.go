@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 
+	"github.com/deltafs/deltafs/internal/secret"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/remote"
 )
@@ -120,7 +121,7 @@ func (s *Store) get(ctx context.Context, key string, off int64, dst []byte, p *p
 	var res getResult
 	err := st.Retry(octx, remote.Retrying{
 		Counters: &s.st, MaxAttempts: s.opts.MaxAttempts,
-		Describe: func(err error) string { return s.redact(describe(err)) },
+		Describe: func(err error) string { return secret.Redact(describe(err)) },
 		Wait: func(ctx context.Context, attempt int, err error) error {
 			return s.health.Sleep(ctx, s.backoff(attempt, err))
 		},

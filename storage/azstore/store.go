@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -76,7 +75,6 @@ type Store struct {
 	account   string // the storage account, "" when unknown (a SAS-only connection string)
 	endpoint  string // the Blob service URL, without query, for messages
 	source    string // where the credentials came from, in words (no secret)
-	secrets   []string
 	opts      Options
 	log       *slog.Logger
 	transport *http.Transport
@@ -162,18 +160,6 @@ func (s *Store) Close() error {
 }
 
 func (s *Store) fullKey(key string) string { return s.where.Prefix + key }
-
-// redact removes the store's secrets (account key, SAS token, client
-// secret) from a message: a last guard, since messages are built from
-// status codes and error codes, never from URLs or headers.
-func (s *Store) redact(msg string) string {
-	for _, sec := range s.secrets {
-		if len(sec) >= 8 {
-			msg = strings.ReplaceAll(msg, sec, "[REDACTED]")
-		}
-	}
-	return msg
-}
 
 // Stats are a store's counters since it was opened.
 type Stats = remote.Stats

@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 
+	"github.com/deltafs/deltafs/internal/secret"
 	"github.com/deltafs/deltafs/storage/remote"
 )
 
@@ -57,7 +58,7 @@ func requestKind(req *http.Request) remote.Kind {
 func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 	s := h.s
 	if h.c == nil {
-		h.c = &http.Client{Transport: s.transport, Timeout: s.opts.RequestTimeout}
+		h.c = &http.Client{Transport: s.transport, Timeout: s.opts.RequestTimeout, CheckRedirect: secret.CheckRedirectAll}
 	}
 	ctx := req.Context()
 	st := remote.OpOf(ctx)
@@ -78,7 +79,7 @@ func (h *httpClient) Do(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		release()
 		if ctx.Err() == nil { // not the caller's cancellation, nor Close
-			if herr := s.health.AttemptFailed(st, sent, err, func(err error) string { return s.redact(describe(err)) }); herr != nil {
+			if herr := s.health.AttemptFailed(st, sent, err, func(err error) string { return secret.Redact(describe(err)) }); herr != nil {
 				return nil, herr // down by now: no retry
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/oauth2/google"
 	"google.golang.org/api/option"
 
+	"github.com/deltafs/deltafs/internal/secret"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/remote"
 )
@@ -145,7 +146,7 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 		}
 		rt = &oauth2.Transport{Source: ts, Base: rt}
 	}
-	hc := &http.Client{Transport: rt, Timeout: o.RequestTimeout}
+	hc := &http.Client{Transport: rt, Timeout: o.RequestTimeout, CheckRedirect: secret.CheckRedirectAll}
 
 	// Authentication is the transport's (or none): the SDK must not look
 	// for credentials of its own.
@@ -230,6 +231,7 @@ func (s *Store) tokenSource(ctx context.Context, ts oauth2.TokenSource) (oauth2.
 	if r.err != nil {
 		return nil, s.tokenError(r.err)
 	}
+	secret.Add(r.tok.AccessToken)
 	return oauth2.ReuseTokenSource(r.tok, ts), nil
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
 
+	"github.com/deltafs/deltafs/internal/secret"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/remote"
 )
@@ -170,7 +171,7 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 		})
 	})
 	s.transport = remote.NewTransport(o.ConnectTimeout, o.MaxConcurrency)
-	hc := &httpClient{s: s, c: &http.Client{Transport: s.transport, Timeout: o.RequestTimeout}}
+	hc := &httpClient{s: s, c: &http.Client{Transport: s.transport, Timeout: o.RequestTimeout, CheckRedirect: secret.CheckRedirectAll}}
 
 	s.client = s3.NewFromConfig(cfg, func(so *s3.Options) {
 		so.Region = region
@@ -194,12 +195,13 @@ func NewWithOptions(ctx context.Context, location string, o Options) (*Store, er
 
 	if !o.S3Options.Anonymous {
 		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		_, err := cfg.Credentials.Retrieve(cctx)
+		c, err := cfg.Credentials.Retrieve(cctx)
 		cancel()
 		if err != nil {
 			s.Close()
 			return nil, &Error{Location: s.loc, Op: "credentials", Reason: reasonNoCredentials, Err: err, Detail: describe(err)}
 		}
+		secret.Add(c.SecretAccessKey, c.SessionToken)
 	}
 	return s, nil
 }

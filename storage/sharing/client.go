@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/internal/httpjson"
+	"github.com/deltafs/deltafs/internal/secret"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/dustin/go-humanize"
 )
@@ -42,8 +43,13 @@ type Client struct {
 }
 
 // NewClient is a client for the table n of profile p; timeout 0 is
-// DefaultTimeout.
+// DefaultTimeout. The credentials are registered with secret.Add (no line
+// prints them) and the token goes only to the endpoint's origin: whatever hc's CheckRedirect,
+// the client's is secret.CheckRedirect.
 func NewClient(p Profile, n Name, hc *http.Client, timeout time.Duration) *Client {
+	own := *hc
+	own.CheckRedirect = secret.CheckRedirect
+	hc = &own
 	base := p.Endpoint + "/shares/" + url.PathEscape(n.Share) + "/schemas/" + url.PathEscape(n.Schema) + "/tables/" + url.PathEscape(n.Table)
 	if timeout <= 0 {
 		timeout = DefaultTimeout
@@ -548,6 +554,9 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.R
 				last = fmt.Errorf("the sharing server sent no answer within %v", c.timeout)
 				continue
 			}
+			if errors.Is(err, secret.ErrRedirect) {
+				return nil, cleanNetErr(err) // not retried: it would be again
+			}
 			last = fmt.Errorf("the sharing server cannot be reached: %v", cleanNetErr(err))
 			continue
 		}
@@ -573,16 +582,9 @@ func (c *Client) do(ctx context.Context, method, u string, body []byte) (*http.R
 	return nil, last
 }
 
-// redact removes the credentials from a server's message, should it echo
-// them.
-func (c *Client) redact(s string) string {
-	for _, x := range c.cred.secrets() {
-		if x != "" {
-			s = strings.ReplaceAll(s, x, "***")
-		}
-	}
-	return s
-}
+// redact removes the token, and every other secret, from a server's
+// message, should it echo it.
+func (c *Client) redact(s string) string { return secret.Redact(s) }
 
 // cleanNetErr is a transport error without the request's URL (a
 // pre-signed URL is a secret; the API's URL is named elsewhere).

@@ -2,6 +2,7 @@ package sharing
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +14,8 @@ import (
 
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
+
+	"github.com/deltafs/deltafs/internal/secret"
 )
 
 // credentials give the bearer token of each request: the profile's own,
@@ -23,8 +26,6 @@ type credentials interface {
 	// renew is called after the server refused the token: true when a
 	// new one may fix it (another token was fetched since, or can be).
 	renew(refused string) bool
-	// secrets are the strings no message may show.
-	secrets() []string
 }
 
 // newCredentials are the credentials of profile p, read from path.
@@ -32,6 +33,7 @@ func newCredentials(p Profile, path string, hc *http.Client, timeout time.Durati
 	if p.Type == typeOAuth {
 		return newOAuth(p, path, hc, timeout, log, now)
 	}
+	secret.Add(p.BearerToken)
 	b := &bearer{tok: p.BearerToken, path: path, log: log, now: now}
 	if p.ExpirationTime != "" {
 		b.exp, _ = time.Parse(time.RFC3339Nano, p.ExpirationTime) // checked by LoadProfile
@@ -71,7 +73,6 @@ func (b *bearer) token(context.Context) (string, error) {
 }
 
 func (b *bearer) renew(string) bool { return false }
-func (b *bearer) secrets() []string { return []string{b.tok} }
 
 // OAuth renewal: a token is renewed once two thirds of its life have
 // passed, never more often than renewFloor, and failed renewals back off
@@ -100,7 +101,6 @@ type oauth struct {
 	next    time.Time // no attempt before it (floor and back-off)
 	backoff time.Duration
 	failing error // the last renewal's error, until one succeeds
-	seen    []string
 }
 
 func newOAuth(p Profile, path string, hc *http.Client, timeout time.Duration, log *slog.Logger, now func() time.Time) *oauth {
@@ -112,7 +112,11 @@ func newOAuth(p Profile, path string, hc *http.Client, timeout time.Duration, lo
 	// goes to the endpoint the profile names and nowhere else.
 	tc := *hc
 	tc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &oauth{cfg: cfg, hc: &tc, timeout: timeout, path: path, log: log, now: now, seen: []string{p.ClientSecret}}
+	// The secret, and the Basic credentials made of it, should the
+	// endpoint echo the request's header.
+	secret.Add(p.ClientSecret)
+	secret.Add(base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(p.ClientID) + ":" + url.QueryEscape(p.ClientSecret))))
+	return &oauth{cfg: cfg, hc: &tc, timeout: timeout, path: path, log: log, now: now}
 }
 
 func (o *oauth) token(ctx context.Context) (string, error) {
@@ -167,8 +171,8 @@ func (o *oauth) fetch(ctx context.Context, now time.Time) error {
 	if o.failing != nil {
 		o.log.Info("delta sharing: the OAuth token is renewed again", "profile", o.path)
 	}
+	secret.Add(t.AccessToken)
 	o.tok, o.expiry, o.failing, o.backoff = t.AccessToken, t.Expiry, nil, 0
-	o.seen = append(o.seen[:1], t.AccessToken)
 	o.renewAt, o.next = time.Time{}, now.Add(renewFloor)
 	if !t.Expiry.IsZero() {
 		o.renewAt = now.Add(max(t.Expiry.Sub(now)*2/3, renewFloor))
@@ -187,12 +191,6 @@ func (o *oauth) renew(refused string) bool {
 	}
 	o.renewAt = o.now()
 	return true
-}
-
-func (o *oauth) secrets() []string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]string(nil), o.seen...)
 }
 
 // describe is an error of the token endpoint in one line, without the
@@ -215,14 +213,7 @@ func (o *oauth) describe(err error) string {
 	return o.redact(oneLine(strings.TrimPrefix(err.Error(), "oauth2: ")))
 }
 
-func (o *oauth) redact(s string) string {
-	for _, x := range o.seen {
-		if x != "" {
-			s = strings.ReplaceAll(s, x, "***")
-		}
-	}
-	return s
-}
+func (o *oauth) redact(s string) string { return secret.Redact(s) }
 
 // clipped is a server's word in one line of at most 200 bytes.
 func clipped(s string) string {

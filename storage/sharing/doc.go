@@ -76,10 +76,14 @@
 //
 // # Secrets
 //
-// The token is only sent in the Authorization header, and pre-signed URLs
-// only as request URLs: no error, log line, metric or statistic holds
-// either (transport errors are reported without their URL; a server
-// message that echoes the token has it replaced by ***).
+// The token is only sent in the Authorization header, and only to the
+// endpoint's origin: an API answer redirecting to another scheme, host or
+// port fails the request naming both origins (secret.CheckRedirect).
+// Pre-signed URLs are fetched without it, and may redirect to another
+// origin, never away from https. Pre-signed URLs go only as request URLs:
+// no error, log line, metric or statistic holds either (transport errors
+// are reported without their URL; a server message that echoes the token
+// has it replaced by ***, see package secret).
 //
 // # Deviations and choices
 //

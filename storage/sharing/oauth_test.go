@@ -2,6 +2,7 @@ package sharing
 
 import (
 	"bytes"
+	"encoding/base64"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -142,7 +143,8 @@ func TestOAuthEndpointHostile(t *testing.T) {
 					t.Errorf("error %q does not say %q", msg, want)
 				}
 			}
-			if strings.Contains(msg, testClientSecret) || strings.Contains(log.String(), testClientSecret) || strings.ContainsAny(msg, "\n\x00") {
+			basic := base64.StdEncoding.EncodeToString([]byte(testClientID + ":" + testClientSecret))
+			if strings.Contains(msg, testClientSecret) || strings.Contains(msg, basic) || strings.Contains(log.String(), testClientSecret) || strings.ContainsAny(msg, "\n\x00") {
 				t.Errorf("error or log shows the secret or is not one line: %q; log %q", msg, log.String())
 			}
 			if time.Since(start) > 5*time.Second {

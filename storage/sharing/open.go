@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/deltafs/deltafs/internal/secret"
 	"github.com/deltafs/deltafs/storage"
 )
 
@@ -23,7 +24,7 @@ func Open(ctx context.Context, location string, opts storage.Options) (storage.S
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", location, err)
 	}
-	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), CheckRedirect: noDowngrade}
+	hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone(), CheckRedirect: secret.CheckRedirect}
 	c := NewClient(p, n, hc, opts.Sharing.Timeout)
 	st, err := newStore(ctx, location, c, hc, slog.Default())
 	if err != nil {
@@ -42,18 +43,4 @@ func Open(ctx context.Context, location string, opts storage.Options) (storage.S
 	}
 	slog.Debug("delta sharing: table opened", "table", location, "endpoint", p.Endpoint)
 	return st, nil
-}
-
-// noDowngrade follows redirects (10 at most, as net/http does) but never
-// from https to another scheme: a pre-signed URL (or the API) that
-// redirects to http would put the data, or the next URL, on the wire in
-// clear.
-func noDowngrade(req *http.Request, via []*http.Request) error {
-	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
-	}
-	if via[0].URL.Scheme == "https" && req.URL.Scheme != "https" {
-		return errors.New("redirected from https to a URL that is not https")
-	}
-	return nil
 }

@@ -9,7 +9,9 @@
 // behind Toxiproxy and fault middleware (latency, resets, bodies cut or
 // stalled, answers that never come, a server restart, throttling and
 // server errors) returns the true bytes once a fault clears, or fails in
-// bounded time with one line when it stays. OpenRemote, Ctx and
+// bounded time with one line when it stays. RunRedirect (origin.go)
+// checks that no credential follows a redirect to another origin.
+// OpenRemote, Ctx and
 // UniqueName are the helpers the backends' tests share.
 //
 // It also holds Mem (mem.go), a backend in memory that passes Run, for the
