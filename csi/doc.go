@@ -39,13 +39,15 @@
 // Mounts survive a restart of the plugin: each publish is recorded in
 // the state directory (volume, target, process id, the arguments'
 // digest), and a restarted plugin adopts the mounts whose process still
-// serves them, and cleans up (detaches the mount point, forgets the
-// record) those whose process is gone, so the next publish remakes them.
-// When a mount's process dies, the plugin logs one line naming the
-// volume and the target, and detaches the dead mount point; the pod's
-// reads fail (ENOTCONN, "Transport endpoint is not connected", as every
-// FUSE mount whose server is gone; never stale or partial bytes), and
-// the next publish of that target remakes the mount.
+// serves them, and forgets the records of those whose process is gone,
+// so the next publish remakes them. When a mount's process dies, the
+// plugin logs one line naming the volume and the target. The dead mount
+// point is left mounted: every access under it fails with ENOTCONN
+// ("Transport endpoint is not connected", what Linux answers for a FUSE
+// mount whose server is gone: an OSError in Python as EIO is), never
+// stale, partial or empty data; detaching it would show the pod the
+// empty directory below. The next publish of that target detaches it
+// and mounts again; the next unpublish detaches it.
 //
 // # Idempotency
 //

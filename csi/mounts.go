@@ -75,8 +75,9 @@ func (ms *mounts) adopt() {
 			ms.log.Info("csi: adopted a mount of a previous run", "volume", rec.VolumeID, "target", rec.Target, "pid", rec.PID)
 			continue
 		}
-		ms.log.Warn("csi: a mount of a previous run has no server any more: detached; the next publish remakes it", "volume", rec.VolumeID, "target", rec.Target)
-		detach(rec.Target)
+		// Its mount point stays as it is (a dead mount fails every
+		// access): detached, it would show the pod an empty directory.
+		ms.log.Warn("csi: a mount of a previous run has no server any more; the next publish remakes it", "volume", rec.VolumeID, "target", rec.Target)
 		_ = os.RemoveAll(dir)
 	}
 }
@@ -156,8 +157,10 @@ func (ms *mounts) start(volumeID, target string, spec mountSpec) (*mount, error)
 	return m, nil
 }
 
-// watch logs one line when m's process ends other than by unpublish, and
-// detaches the dead mount point so that the next publish remakes it.
+// watch logs one line when m's process ends other than by unpublish. The
+// dead mount point stays mounted, so that every access under it fails
+// (ENOTCONN): detached, it would show the pod the empty directory below
+// it, a dataset of no samples. The next publish or unpublish detaches it.
 func (ms *mounts) watch(m *mount) {
 	<-m.exited
 	ms.mu.Lock()
@@ -171,7 +174,6 @@ func (ms *mounts) watch(m *mount) {
 	}
 	ms.log.Error("csi: a mount's server died: the pod's reads fail until the volume is published again",
 		"volume", m.rec.VolumeID, "target", m.rec.Target, "pid", m.rec.PID, "last_line", lastLine(filepath.Join(m.dir, "mount.log")))
-	detach(m.rec.Target)
 	_ = os.Remove(filepath.Join(m.dir, "record.json"))
 }
 

@@ -155,3 +155,11 @@ func (m mountSpec) writeFiles(dir string) error {
 	}
 	return nil
 }
+
+// CheckVolume reports whether a volume's attributes and node-publish
+// secrets (their names; values may be placeholders) make a mount: what
+// NodePublishVolume would refuse as INVALID_ARGUMENT.
+func CheckVolume(attrs, secrets map[string]string) error {
+	_, err := newMountSpec(attrs, secrets, "/target", "/state")
+	return err
+}
