@@ -12,3 +12,6 @@ echo "== Go benchmarks"
 go test -run '^$' -bench . -benchtime 3x -count 3 ./snapshot/ ./scan/ ./cache/ 2>&1 | tee bench/out/go-bench.txt
 echo "== End-to-end workloads"
 go run ./bench/run -runs "${RUNS:-3}" "$@"
+echo "== Many nodes (simulated: two mounts of one S3 table through Toxiproxy, torchrun --nnodes 2)"
+DELTAFS_MULTINODE_REPORT=bench/out/multinode.md go test -count=1 -run '^TestMultiNodeDDP$' ./e2e/ -timeout 20m
+echo "multi-node figures: bench/out/multinode.md (rows for bench/RESULTS.md, Many nodes)"
