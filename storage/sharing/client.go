@@ -327,12 +327,7 @@ func clip(s string) string {
 }
 
 // shortQuote quotes a server's string for an error line, cut to 64 bytes.
-func shortQuote(s string) string {
-	if len(s) > 64 {
-		return strconv.Quote(s[:64]) + "..."
-	}
-	return strconv.Quote(s)
-}
+func shortQuote(s string) string { return httpjson.Quote(s, 64) }
 
 // do sends one API request with the token and the capabilities, and turns
 // a non-2xx answer into an *APIError. Transient failures (5xx, a request
