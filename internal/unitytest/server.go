@@ -46,6 +46,8 @@ type Server struct {
 	Refused  atomic.Int64 // S3 requests refused: any other authentication failure
 	Accepted atomic.Int64 // S3 requests let through with a vended session
 
+	hostile // hostile.go: modes, and the counters Requests and VendRequests
+
 	mu       sync.Mutex
 	tables   map[string]*table // by lower-case full name
 	byID     map[string]*table
@@ -86,8 +88,10 @@ func Start(t testing.TB, lifetime time.Duration, adminKey, adminSecret string) *
 		sas:       map[string]time.Time{},
 		gcpTokens: map[string]time.Time{},
 	}
+	s.hostile.stopped = make(chan struct{})
 	hs := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(hs.Close)
+	t.Cleanup(s.stopHostile) // first: stalled handlers leave
 	s.URL = hs.URL
 	return s
 }
@@ -154,6 +158,9 @@ func (s *Server) SessionsUsed() int {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	const prefix = "/api/2.1/unity-catalog"
+	if s.misbehave(w, r) {
+		return
+	}
 	if r.Header.Get("Authorization") != "Bearer "+s.Token {
 		writeError(w, http.StatusUnauthorized, "UNAUTHENTICATED", "Invalid or missing authentication token.")
 		return
@@ -191,6 +198,9 @@ func (s *Server) getTable(w http.ResponseWriter, full string) {
 }
 
 func (s *Server) vend(w http.ResponseWriter, r *http.Request) {
+	if s.vendFailure(w) {
+		return
+	}
 	var req struct {
 		TableID   string `json:"table_id"`
 		Operation string `json:"operation"`
@@ -219,7 +229,7 @@ func (s *Server) vend(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	// Whole seconds: a SAS's expiry has no fraction, and the catalog
 	// reports the expiry the credentials really have.
-	expires := time.Now().Add(s.Lifetime).Truncate(time.Second)
+	expires := time.Now().Add(s.lifetime()).Truncate(time.Second)
 	answer := map[string]any{"expiration_time": expires.UnixMilli(), "url": loc}
 	scheme, _, _ := strings.Cut(loc, "://")
 	switch scheme {
