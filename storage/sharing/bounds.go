@@ -32,6 +32,10 @@ const maxResponse = 1 << 30
 // maxLine bounds one line of an answer.
 const maxLine = 64 << 20
 
+// maxPages bounds the pages of a query's answer, for a server that
+// paginates it without being asked to (deltafs sends no maxFiles).
+const maxPages = 10000
+
 // timeoutError is a request the server left waiting.
 type timeoutError struct {
 	d     time.Duration

@@ -30,8 +30,9 @@ type Client struct {
 	// between two reads of the body; the whole answer must come within
 	// answerTimeouts of it (bounds.go).
 	timeout time.Duration
-	maxBody int64 // bounds a query's answer (maxResponse)
-	maxLine int   // bounds one line of it (maxLine)
+	maxBody  int64 // bounds a query's answer, all its pages (maxResponse)
+	maxLine  int   // bounds one line of it (maxLine)
+	maxPages int   // bounds its pages (maxPages)
 	// plain: the endpoint is http://, so file URLs may be too. From an
 	// https endpoint, only https URLs are read (PROTOCOL.md: "An https
 	// url"): an http one would expose the data and the URL on the wire.
@@ -45,7 +46,7 @@ func NewClient(p Profile, n Name, hc *http.Client, timeout time.Duration) *Clien
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Client{base: base, token: p.BearerToken, hc: hc, timeout: timeout, maxBody: maxResponse, maxLine: maxLine,
+	return &Client{base: base, token: p.BearerToken, hc: hc, timeout: timeout, maxBody: maxResponse, maxLine: maxLine, maxPages: maxPages,
 		plain: strings.HasPrefix(strings.ToLower(p.Endpoint), "http://")}
 }
 
@@ -139,155 +140,246 @@ type responseLine struct {
 	File      *File         `json:"file"`
 	Add       any           `json:"add"`
 	EndStream *struct {
-		ErrorMessage string `json:"errorMessage"`
+		ErrorMessage  string `json:"errorMessage"`
+		NextPageToken string `json:"nextPageToken"`
 	} `json:"endStreamAction"`
 	// Top-level EndStreamAction fields (the specification's example).
 	ErrorMessage string `json:"errorMessage"`
 }
 
 // Query is Read Data from a Table: the table's files as of version (nil:
-// the current version).
+// the current version). deltafs asks for no pages (no maxFiles), but a
+// server that paginates anyway (an endStreamAction with a nextPageToken)
+// is followed, page after page: each page repeats the first one's
+// protocol and metaData, and the pages together are one answer, bounded
+// as one (maxResponse bytes, answerTimeouts timeouts) and by maxPages; a
+// page token given twice (pages without end) fails the query.
 func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
-	body := []byte("{}")
-	if version != nil {
-		body = []byte(fmt.Sprintf(`{"version":%d}`, *version))
-	}
-	resp, err := c.do(ctx, http.MethodPost, c.base+"/query", body)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	out := &Response{Version: -1}
-	if h := resp.Header.Get("Delta-Table-Version"); h != "" {
-		v, err := strconv.ParseInt(h, 10, 64)
-		if err != nil || v < 0 {
-			return nil, fmt.Errorf("the server's Delta-Table-Version %q is not a version", h)
+	whole := answerTimeouts * c.timeout
+	qctx, cancel := context.WithTimeoutCause(ctx, whole, &timeoutError{d: whole, whole: true})
+	defer cancel()
+	q := &query{c: c, out: &Response{Version: -1}, ids: map[string]bool{}, format: formatUnknown}
+	tokens := map[string]bool{}
+	token := ""
+	for page := 1; ; page++ {
+		next, err := q.page(qctx, version, token, page)
+		if err != nil {
+			var te *timeoutError
+			if ctx.Err() == nil && errors.As(context.Cause(qctx), &te) {
+				return nil, te // the pages together took too long
+			}
+			return nil, err
 		}
-		out.Version = v
+		if next == "" {
+			break
+		}
+		if tokens[next] {
+			return nil, fmt.Errorf("page %d of the answer gives the page token %s again (pages without end)", page, shortQuote(next))
+		}
+		if page >= c.maxPages {
+			return nil, fmt.Errorf("the answer has more than %d pages", c.maxPages)
+		}
+		tokens[next], token = true, next
 	}
-	// The scanner hands out the bytes before a read error as a last line:
-	// the error, kept by answer, is the cause then, not that line's JSON.
-	answer := &stickyReader{r: &boundedReader{r: resp.Body, max: c.maxBody}}
-	sc := bufio.NewScanner(answer)
-	sc.Buffer(make([]byte, 0, min(64<<10, c.maxLine)), c.maxLine)
-	n := 0
-	var numFiles *int64
-	ids := map[string]bool{}
-	format := formatUnknown
-	for sc.Scan() {
-		line := bytes.TrimSpace(sc.Bytes())
-		if len(line) == 0 {
-			continue
-		}
-		n++
-		var l responseLine
-		if err := json.Unmarshal(line, &l); err != nil {
-			if answer.err != nil {
-				return nil, answerError(answer.err, n-1, c.maxLine)
-			}
-			return nil, fmt.Errorf("line %d of the answer: %s", n, httpjson.Cause(err))
-		}
-		if (l.Protocol != nil) && (l.MetaData != nil || l.File != nil) || l.MetaData != nil && l.File != nil {
-			// PROTOCOL.md: "It must contain only ONE of the above fields."
-			return nil, fmt.Errorf("line %d of the answer holds more than one of protocol, metaData and file", n)
-		}
-		switch {
-		case l.Protocol != nil:
-			if out.Protocol != nil {
-				return nil, fmt.Errorf("line %d of the answer: a second protocol", n)
-			}
-			if len(l.Protocol.DeltaProtocol) == 0 {
-				// The parquet format: the server did not take (or
-				// ignored) responseformat=delta.
-				p, err := parquetProtocol(l.Protocol.MinReaderVersion)
-				if err != nil {
-					return nil, fmt.Errorf("line %d of the answer: %v", n, err)
-				}
-				out.Protocol, format = p, formatParquet
-				continue
-			}
-			if !isObject(l.Protocol.DeltaProtocol) {
-				return nil, fmt.Errorf("line %d of the answer: deltaProtocol is not a JSON object", n)
-			}
-			out.Protocol, format = l.Protocol.DeltaProtocol, formatDelta
-		case l.MetaData != nil && format == formatParquet:
-			if len(l.MetaData.DeltaMetadata) != 0 {
-				return nil, fmt.Errorf("line %d of the answer: a delta-format metaData in a parquet-format answer", n)
-			}
-			if out.Metadata != nil {
-				continue // a historical one: the first describes the snapshot
-			}
-			md, err := parquetMetadata(l.MetaData)
-			if err != nil {
-				return nil, fmt.Errorf("line %d of the answer: %v", n, err)
-			}
-			if err := checkAccess(l.MetaData); err != nil {
-				return nil, err
-			}
-			out.Metadata, out.Location, numFiles = md, l.MetaData.Location, l.MetaData.NumFiles
-		case l.MetaData != nil:
-			if len(l.MetaData.DeltaMetadata) == 0 {
-				return nil, fmt.Errorf("line %d: metaData without deltaMetadata", n)
-			}
-			if !isObject(l.MetaData.DeltaMetadata) {
-				return nil, fmt.Errorf("line %d of the answer: deltaMetadata is not a JSON object", n)
-			}
-			if err := checkAccess(l.MetaData); err != nil {
-				return nil, err
-			}
-			// A historical metaData (with a version) only comes with
-			// startingVersion, which deltafs does not send; the first
-			// one describes the snapshot.
-			if out.Metadata == nil {
-				out.Metadata = l.MetaData.DeltaMetadata
-				out.Location = l.MetaData.Location
-				numFiles = l.MetaData.NumFiles
-			}
-		case l.File != nil:
-			if format == formatParquet {
-				if err := l.File.fromParquet(); err != nil {
-					return nil, fmt.Errorf("line %d of the answer: %v", n, err)
-				}
-			} else if l.File.URL != nil {
-				return nil, fmt.Errorf("line %d of the answer: a parquet-format file in a delta-format answer", n)
-			}
-			if len(l.File.DeltaSingleAction) == 0 {
-				return nil, fmt.Errorf("line %d: file without deltaSingleAction", n)
-			}
-			// The id is the file's identity (PROTOCOL.md: "A unique
-			// string for the file in a table"): an answer that repeats
-			// one lists a file twice, or two files as one.
-			if l.File.ID == "" {
-				return nil, fmt.Errorf("line %d of the answer: a file without an id", n)
-			}
-			if ids[l.File.ID] {
-				return nil, fmt.Errorf("line %d of the answer: the file id %s again", n, shortQuote(l.File.ID))
-			}
-			ids[l.File.ID] = true
-			out.Files = append(out.Files, *l.File)
-		case l.EndStream != nil && l.EndStream.ErrorMessage != "":
-			return nil, fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.EndStream.ErrorMessage))))
-		case l.ErrorMessage != "":
-			return nil, fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.ErrorMessage))))
-		case l.Add != nil:
-			// Data change actions answer startingVersion queries only.
-			return nil, fmt.Errorf("line %d of the answer: an add action in a snapshot's answer", n)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, answerError(err, n, c.maxLine)
-	}
+	out := q.out
 	if out.Protocol == nil || out.Metadata == nil {
 		return nil, errors.New("the answer has no protocol or metaData line")
 	}
 	// A snapshot query lists every file of the version (deltafs sends no
 	// predicates or limit): an answer cut short at a line's end is caught
 	// when the server counted them.
-	if numFiles != nil && *numFiles != int64(len(out.Files)) {
-		return nil, fmt.Errorf("the answer lists %d files, its metaData says the version has %d", len(out.Files), *numFiles)
+	if q.numFiles != nil && *q.numFiles != int64(len(out.Files)) {
+		return nil, fmt.Errorf("the answer lists %d files, its metaData says the version has %d", len(out.Files), *q.numFiles)
 	}
 	out.PlainURLs = c.plain
 	return out, nil
+}
+
+// query is the state of a query's answer across its pages.
+type query struct {
+	c        *Client
+	out      *Response
+	ids      map[string]bool // file ids seen
+	format   responseFormat
+	numFiles *int64
+	lines    int   // lines read, on every page
+	read     int64 // bytes read, on every page
+}
+
+// page asks for one page of the answer (token "": the first) and adds it
+// to q; next is the next page's token ("" for none).
+func (q *query) page(ctx context.Context, version *int64, token string, page int) (next string, err error) {
+	c, out := q.c, q.out
+	req := map[string]any{}
+	if version != nil {
+		req["version"] = *version
+	}
+	if token != "" {
+		req["pageToken"] = token
+	}
+	body, _ := json.Marshal(req)
+	resp, err := c.do(ctx, http.MethodPost, c.base+"/query", body)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	ver := int64(-1)
+	if h := resp.Header.Get("Delta-Table-Version"); h != "" {
+		v, err := strconv.ParseInt(h, 10, 64)
+		if err != nil || v < 0 {
+			return "", fmt.Errorf("the server's Delta-Table-Version %q is not a version", h)
+		}
+		ver = v
+	}
+	if page == 1 {
+		out.Version = ver
+	} else if ver != out.Version {
+		return "", fmt.Errorf("page %d of the answer is of version %d, the first of version %d", page, ver, out.Version)
+	}
+	// The scanner hands out the bytes before a read error as a last line:
+	// the error, kept by answer, is the cause then, not that line's JSON.
+	bounded := &boundedReader{r: resp.Body, max: c.maxBody, read: q.read}
+	defer func() { q.read = bounded.read }()
+	answer := &stickyReader{r: bounded}
+	sc := bufio.NewScanner(answer)
+	sc.Buffer(make([]byte, 0, min(64<<10, c.maxLine)), c.maxLine)
+	var protocol, metadata json.RawMessage // this page's
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		q.lines++
+		n := q.lines
+		var l responseLine
+		if err := json.Unmarshal(line, &l); err != nil {
+			if answer.err != nil {
+				return "", answerError(answer.err, n-1, c.maxLine)
+			}
+			return "", fmt.Errorf("line %d of the answer: %s", n, httpjson.Cause(err))
+		}
+		if (l.Protocol != nil) && (l.MetaData != nil || l.File != nil) || l.MetaData != nil && l.File != nil {
+			// PROTOCOL.md: "It must contain only ONE of the above fields."
+			return "", fmt.Errorf("line %d of the answer holds more than one of protocol, metaData and file", n)
+		}
+		switch {
+		case l.Protocol != nil:
+			if protocol != nil {
+				return "", fmt.Errorf("line %d of the answer: a second protocol", n)
+			}
+			format := formatDelta
+			if len(l.Protocol.DeltaProtocol) == 0 {
+				// The parquet format: the server did not take (or
+				// ignored) responseformat=delta.
+				p, err := parquetProtocol(l.Protocol.MinReaderVersion)
+				if err != nil {
+					return "", fmt.Errorf("line %d of the answer: %v", n, err)
+				}
+				protocol, format = p, formatParquet
+			} else {
+				if !isObject(l.Protocol.DeltaProtocol) {
+					return "", fmt.Errorf("line %d of the answer: deltaProtocol is not a JSON object", n)
+				}
+				protocol = l.Protocol.DeltaProtocol
+			}
+			if page == 1 {
+				out.Protocol, q.format = protocol, format
+			} else if format != q.format || !bytes.Equal(protocol, out.Protocol) {
+				return "", fmt.Errorf("line %d of the answer: page %d has another protocol than the first page", n, page)
+			}
+		case l.MetaData != nil && q.format == formatParquet:
+			if len(l.MetaData.DeltaMetadata) != 0 {
+				return "", fmt.Errorf("line %d of the answer: a delta-format metaData in a parquet-format answer", n)
+			}
+			if metadata != nil {
+				continue // a historical one: the first describes the snapshot
+			}
+			md, err := parquetMetadata(l.MetaData)
+			if err != nil {
+				return "", fmt.Errorf("line %d of the answer: %v", n, err)
+			}
+			if err := checkAccess(l.MetaData); err != nil {
+				return "", err
+			}
+			metadata = md
+			if err := q.setMetadata(md, l.MetaData, page, n); err != nil {
+				return "", err
+			}
+		case l.MetaData != nil:
+			if len(l.MetaData.DeltaMetadata) == 0 {
+				return "", fmt.Errorf("line %d: metaData without deltaMetadata", n)
+			}
+			if !isObject(l.MetaData.DeltaMetadata) {
+				return "", fmt.Errorf("line %d of the answer: deltaMetadata is not a JSON object", n)
+			}
+			if err := checkAccess(l.MetaData); err != nil {
+				return "", err
+			}
+			// A historical metaData (with a version) only comes with
+			// startingVersion, which deltafs does not send; the first
+			// one describes the snapshot.
+			if metadata == nil {
+				metadata = l.MetaData.DeltaMetadata
+				if err := q.setMetadata(metadata, l.MetaData, page, n); err != nil {
+					return "", err
+				}
+			}
+		case l.File != nil:
+			if q.format == formatParquet {
+				if err := l.File.fromParquet(); err != nil {
+					return "", fmt.Errorf("line %d of the answer: %v", n, err)
+				}
+			} else if l.File.URL != nil {
+				return "", fmt.Errorf("line %d of the answer: a parquet-format file in a delta-format answer", n)
+			}
+			if len(l.File.DeltaSingleAction) == 0 {
+				return "", fmt.Errorf("line %d: file without deltaSingleAction", n)
+			}
+			// The id is the file's identity (PROTOCOL.md: "A unique
+			// string for the file in a table"): an answer that repeats
+			// one lists a file twice, or two files as one.
+			if l.File.ID == "" {
+				return "", fmt.Errorf("line %d of the answer: a file without an id", n)
+			}
+			if q.ids[l.File.ID] {
+				return "", fmt.Errorf("line %d of the answer: the file id %s again", n, shortQuote(l.File.ID))
+			}
+			q.ids[l.File.ID] = true
+			out.Files = append(out.Files, *l.File)
+		case l.EndStream != nil && l.EndStream.ErrorMessage != "":
+			return "", fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.EndStream.ErrorMessage))))
+		case l.ErrorMessage != "":
+			return "", fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.ErrorMessage))))
+		case l.EndStream != nil && l.EndStream.NextPageToken != "":
+			if next != "" {
+				return "", fmt.Errorf("line %d of the answer: a second endStreamAction with a nextPageToken", n)
+			}
+			next = l.EndStream.NextPageToken
+		case l.Add != nil:
+			// Data change actions answer startingVersion queries only.
+			return "", fmt.Errorf("line %d of the answer: an add action in a snapshot's answer", n)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", answerError(err, q.lines, c.maxLine)
+	}
+	if page > 1 && (protocol == nil || metadata == nil) {
+		return "", fmt.Errorf("page %d of the answer has no protocol or metaData line", page)
+	}
+	return next, nil
+}
+
+// setMetadata takes the first page's metaData, and checks that a later
+// page's is the same.
+func (q *query) setMetadata(md json.RawMessage, l *metaDataLine, page, n int) error {
+	if page == 1 {
+		q.out.Metadata, q.out.Location, q.numFiles = md, l.Location, l.NumFiles
+		return nil
+	}
+	if !bytes.Equal(md, q.out.Metadata) || l.Location != q.out.Location {
+		return fmt.Errorf("line %d of the answer: page %d has another metaData than the first page", n, page)
+	}
+	return nil
 }
 
 // checkAccess refuses a table shared for directory-based access only.
