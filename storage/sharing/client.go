@@ -29,7 +29,7 @@ type Client struct {
 	// timeout bounds a request's pauses: until its answer's headers, and
 	// between two reads of the body; the whole answer must come within
 	// answerTimeouts of it (bounds.go).
-	timeout time.Duration
+	timeout  time.Duration
 	maxBody  int64 // bounds a query's answer, all its pages (maxResponse)
 	maxLine  int   // bounds one line of it (maxLine)
 	maxPages int   // bounds its pages (maxPages)

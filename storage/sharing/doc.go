@@ -39,7 +39,10 @@
 // trusted to behave (bounds.go). A query's answer is bounded: 1 GiB, 64
 // MiB a line, its whole within ten times the timeout (--sharing-timeout,
 // default 60 s) and no pause longer than one; a request that gets no
-// answer within the timeout is tried 3 times. A line must be the
+// answer within the timeout is tried 3 times. An answer the server
+// paginates is one answer for these bounds, of 10,000 pages at most; a
+// page token given twice (pages without end) fails it, and every page
+// repeats the first one's protocol and metaData. A line must be the
 // protocol's: the right JSON types (an error names the field, never a Go
 // type), one action a line, one protocol, a unique non-empty file id, a
 // non-negative size, as many files as metaData.numFiles when given, and an
@@ -93,7 +96,8 @@
 //     change files only (not an OPTIMIZE's), which would leave replaced
 //     files in the synthesised log; snapshot queries give each version's
 //     exact files. The cost is one query per version at open.
-//   - The OAuth profile type (oauth_client_credentials) and asyncquery,
-//     pagination and refreshToken are not implemented: a profile of
-//     another type is refused with a line naming it.
+//   - The OAuth profile type (oauth_client_credentials), asyncquery and
+//     refreshToken are not implemented: a profile of another type is
+//     refused with a line naming it. deltafs asks for no pages (no
+//     maxFiles), but follows a server that paginates anyway (Query).
 package sharing
