@@ -33,6 +33,8 @@ type Client struct {
 	maxBody  int64 // bounds a query's answer, all its pages (maxResponse)
 	maxLine  int   // bounds one line of it (maxLine)
 	maxPages int   // bounds its pages (maxPages)
+	// maxVersions bounds the versions queried at once (maxVersions).
+	maxVersions int64
 	// plain: the endpoint is http://, so file URLs may be too. From an
 	// https endpoint, only https URLs are read (PROTOCOL.md: "An https
 	// url"): an http one would expose the data and the URL on the wire.
@@ -46,7 +48,7 @@ func NewClient(p Profile, n Name, hc *http.Client, timeout time.Duration) *Clien
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Client{base: base, token: p.BearerToken, hc: hc, timeout: timeout, maxBody: maxResponse, maxLine: maxLine, maxPages: maxPages,
+	return &Client{base: base, token: p.BearerToken, hc: hc, timeout: timeout, maxBody: maxResponse, maxLine: maxLine, maxPages: maxPages, maxVersions: maxVersions,
 		plain: strings.HasPrefix(strings.ToLower(p.Endpoint), "http://")}
 }
 

@@ -42,7 +42,10 @@
 // answer within the timeout is tried 3 times. An answer the server
 // paginates is one answer for these bounds, of 10,000 pages at most; a
 // page token given twice (pages without end) fails it, and every page
-// repeats the first one's protocol and metaData. A line must be the
+// repeats the first one's protocol and metaData. At open, the latest
+// 10,000 versions at most are queried (one query each), the first of
+// them served as a checkpoint; a share that gains more than that between
+// two looks fails the look. A line must be the
 // protocol's: the right JSON types (an error names the field, never a Go
 // type), one action a line, one protocol, a unique non-empty file id, a
 // non-negative size, as many files as metaData.numFiles when given, and an
