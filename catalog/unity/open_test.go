@@ -91,3 +91,44 @@ func TestOpenLocationLocal(t *testing.T) {
 		st.(*Table).Close()
 	}
 }
+
+// TestOpenHostileCatalog: a catalog that accepts the request and never
+// answers, or answers without end, fails the open within the bound with
+// one line naming the bound (the limits made small for the test).
+func TestOpenHostileCatalog(t *testing.T) {
+	oldTimeout, oldPause := callTimeout, retryPause
+	callTimeout, retryPause = 300*time.Millisecond, 10*time.Millisecond
+	defer func() { callTimeout, retryPause = oldTimeout, oldPause }()
+	for _, tc := range []struct {
+		name string
+		set  func(*unitytest.Server)
+		want string
+		reqs int64
+	}{
+		{"silent", func(uc *unitytest.Server) { uc.SetStall(true) }, "no answer within 300ms, after 4 attempts", 4},
+		{"endless", func(uc *unitytest.Server) { uc.SetEndless(true) }, "the answer is longer than 16 MiB", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			uc := unitytest.Start(t, time.Hour, "k", "s")
+			uc.AddTable("main.default.t", "s3://lake/t")
+			opts := ucOptions(t, uc)
+			tc.set(uc)
+			start := time.Now()
+			var err error
+			testkit.Bounded(t, "open", 10*time.Second, func() {
+				_, err = Open(context.Background(), "uc://main.default.t", opts)
+			})
+			el := time.Since(start)
+			if err == nil || !strings.HasPrefix(err.Error(), "uc://main.default.t: looking up the table at "+uc.URL) || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("%v, want one line naming the table and %q", err, tc.want)
+			}
+			if n := uc.Requests.Load(); n != tc.reqs {
+				t.Errorf("%d requests, want %d", n, tc.reqs)
+			}
+			if el > 3*time.Second {
+				t.Errorf("failed after %v", el)
+			}
+			t.Logf("%v: %v", el.Round(time.Millisecond), err)
+		})
+	}
+}
