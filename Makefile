@@ -24,6 +24,8 @@ FUZZ_TARGETS := \
 	./fs FuzzParseName \
 	./sample FuzzEscapeName \
 	./filter FuzzFilter \
+	./storage/sharing FuzzQuery \
+	./catalog/unity FuzzAnswers \
 	./internal/attack FuzzAttack
 
 .PHONY: all build test unit fuzz vet demo bench deps clean

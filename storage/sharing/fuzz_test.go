@@ -1,0 +1,63 @@
+package sharing
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// FuzzQuery: whatever a sharing server answers to a query, on however
+// many pages, Query returns within its bounds, never panics, and either
+// fails with one line that holds no token, or gives an answer with a
+// protocol, a metaData and files of unique ids. The input is the answer's
+// pages, separated by NUL bytes; page i answers the i-th request (the last
+// one every later request).
+func FuzzQuery(f *testing.F) {
+	f.Add([]byte(protocolLine + "\n" + metadataLine + "\n" + fileLine("a", "http://h/a.parquet", 5) + "\n"))
+	f.Add([]byte(protocolLine + "\n" + metadataLine + "\n" + `{"endStreamAction":{"nextPageToken":"p"}}` + "\n\x00" + protocolLine + "\n" + metadataLine + "\n" + fileLine("b", "http://h/b.parquet", 5) + "\n"))
+	f.Add([]byte(protocolLine + "\n" + metadataLine + "\n" + `{"endStreamAction":{"nextPageToken":"p"}}` + "\n"))
+	f.Add([]byte(`{"protocol":{"minReaderVersion":1}}` + "\n" + `{"metaData":{"id":"x","format":{"provider":"parquet"},"schemaString":"{}","partitionColumns":[]}}` + "\n"))
+	f.Add([]byte(`{"endStreamAction":{"errorMessage":"dss-secret-token"}}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		pages, calls := bytes.Split(body, []byte{0}), 0
+		// In memory, no sockets: the fuzzer runs many thousand queries a
+		// second.
+		hc := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+			page := pages[min(calls, len(pages)-1)]
+			calls++
+			return &http.Response{StatusCode: 200, Header: http.Header{"Delta-Table-Version": {"0"}}, Body: io.NopCloser(bytes.NewReader(page)), Request: r}, nil
+		})}
+		c := NewClient(Profile{Endpoint: "http://sharing.test", BearerToken: "dss-secret-token"}, Name{Share: "s", Schema: "d", Table: "t"}, hc, 2*time.Second)
+		c.maxPages, c.maxBody, c.maxLine = 8, 1<<20, 64<<10
+		start := time.Now()
+		r, err := c.Query(context.Background(), nil)
+		if el := time.Since(start); el > 10*time.Second {
+			t.Fatalf("Query took %v", el)
+		}
+		if err != nil {
+			if msg := err.Error(); strings.ContainsAny(msg, "\n\r") || strings.Contains(msg, "dss-secret-token") || len(msg) > 2000 {
+				t.Fatalf("not one clean line: %q", msg)
+			}
+			return
+		}
+		if r.Protocol == nil || r.Metadata == nil {
+			t.Fatal("an answer without protocol or metaData")
+		}
+		ids := map[string]bool{}
+		for _, f := range r.Files {
+			if f.ID == "" || ids[f.ID] || len(f.DeltaSingleAction) == 0 {
+				t.Fatalf("file %q: empty, twice or without an action", f.ID)
+			}
+			ids[f.ID] = true
+		}
+	})
+}
+
+// roundTrip is an http.RoundTripper of a function.
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
