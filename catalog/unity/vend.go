@@ -51,7 +51,9 @@ type Vended struct {
 // MinRenewInterval is the least time between two renewals (credentials
 // that live less than that are renewed at this pace, and dead ones are
 // refused), and the first pause after a failed one; the pause doubles
-// with each failure up to MaxRenewBackoff.
+// with each failure up to MaxRenewBackoff. Credentials are handed out
+// until half of it before they expire, so that a request signed with them
+// reaches storage in time.
 var (
 	MinRenewInterval = time.Second
 	MaxRenewBackoff  = time.Minute
@@ -105,7 +107,9 @@ func (v *Vended) Credentials(ctx context.Context) (storage.Credentials, error) {
 	if v.refused {
 		return storage.Credentials{}, fmt.Errorf("Unity Catalog refuses read credentials (%w)", v.failErr)
 	}
-	if time.Now().Before(v.cur.Expires) {
+	// Not in their last half floor: a request signed now must reach
+	// storage before they expire.
+	if time.Now().Add(MinRenewInterval / 2).Before(v.cur.Expires) {
 		return v.cur, nil
 	}
 	cause := "renewal pending"
