@@ -33,8 +33,8 @@
 // Vended renews the credentials in the background once two thirds of
 // their lifetime has passed, but never sooner than 1 s
 // (MinRenewInterval) after the last renewal, and logs each renewal at
-// info level; a request is never signed with expired credentials and
-// never waits for a renewal. Credentials that come dead (expiring in the
+// info level; a request is never signed with expired credentials (nor in
+// their last half second) and never waits for a renewal. Credentials that come dead (expiring in the
 // past or less than 1 s away: a lying catalog, or a clock that is wrong)
 // fail the open, and a renewal that brings them counts as failed. A
 // failed renewal (the catalog unreachable, an error, dead credentials, or

@@ -17,6 +17,11 @@
 // real SAS for Azurite (VendAzure, AzureProxy: azure.go), for gs:// an
 // OAuth token that WrapGCS, around fake-gcs-server, requires (gcs.go).
 // Both expire after Lifetime, as the S3 sessions do.
+//
+// For attacks (hostile.go), the catalog can vend credentials that are dead
+// on arrival (SetVendLifetime), fail the next vends (FailVends), accept
+// requests and never answer them (SetStall) or answer without end
+// (SetEndless); Requests and VendRequests count what a client sent.
 package unitytest
 
 import (
