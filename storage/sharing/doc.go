@@ -31,7 +31,10 @@
 //     than a third of its lifetime (to expirationTimestamp) is left; then
 //     the version it came from is queried again, once for all its files,
 //     before the read. A URL refused anyway (403) is renewed once and the
-//     read tried again.
+//     read tried again. A version is queried for fresh URLs once a second
+//     at most: URLs that are stale when they come (an expiry in the past)
+//     are used as they are, and a URL refused right after its renewal
+//     fails the read, saying so.
 //
 // # Hostile servers
 //

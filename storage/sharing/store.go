@@ -34,6 +34,7 @@ type Store struct {
 	lastTS  int64                // its timestamp
 	objects map[string]logObject // _delta_log keys
 	urls    map[string]*urlState // data and deletion vector files
+	renewed map[int64]time.Time  // by version queried for fresh URLs (-1: current): when last
 	flight  singleflight.Group
 }
 
@@ -71,7 +72,7 @@ const parallelQueries = 4
 // share serves.
 func newStore(ctx context.Context, loc string, c *Client, hc *http.Client, log *slog.Logger) (*Store, error) {
 	s := &Store{loc: loc, c: c, hc: hc, log: log, closed: make(chan struct{}), latest: -1,
-		objects: map[string]logObject{}, urls: map[string]*urlState{}}
+		objects: map[string]logObject{}, urls: map[string]*urlState{}, renewed: map[int64]time.Time{}}
 	if err := s.sync(ctx); err != nil {
 		return nil, err
 	}
