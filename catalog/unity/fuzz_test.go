@@ -28,6 +28,7 @@ func FuzzAnswers(f *testing.F) {
 	f.Add(200, []byte(`{"aws_temp_credentials":{"access_key_id":"k"},"expiration_time":-5}`))
 	f.Add(401, []byte(`{"error_code":"UNAUTHENTICATED","message":"Invalid token Bearer dapi-secret"}`))
 	f.Add(503, []byte(`not json`))
+	f.Add(500, []byte(`{"error_code":"X\nY","message":"a\nb"}`))
 	f.Fuzz(func(t *testing.T, status int, body []byte) {
 		if status < 200 || status > 599 {
 			return

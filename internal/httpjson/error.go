@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
+	"unicode"
 )
 
 // APIError is an API's answer other than success: its status, and the error
@@ -33,8 +35,8 @@ func (e *APIError) Denied() bool {
 }
 
 // Decode is the error answer of status with body, the code under
-// codeField. A body that is not such an object leaves Code and Message
-// empty.
+// codeField, each on one line. A body that is not such an object leaves
+// Code and Message empty.
 func Decode(status int, body []byte, codeField string) *APIError {
 	e := &APIError{Status: status}
 	var m map[string]json.RawMessage
@@ -48,6 +50,19 @@ func Decode(status int, body []byte, codeField string) *APIError {
 	if raw, ok := m["message"]; ok && json.Unmarshal(raw, &msg) != nil {
 		return e
 	}
-	e.Code, e.Message = code, msg
+	// A server's words go on one line of ours.
+	e.Code, e.Message = oneLine(code), oneLine(msg)
 	return e
+}
+
+// oneLine is s with every run of white space (newlines included) one
+// space, and control characters dropped.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
 }

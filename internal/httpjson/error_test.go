@@ -18,6 +18,8 @@ func TestDecode(t *testing.T) {
 		{`{"errorCode":"X","message":7}`, "errorCode", "HTTP 500", false, 500},
 		{`{}`, "errorCode", "HTTP 429", false, 429},
 		{`{"message":"bad token"}`, "error_code", "HTTP 401: bad token", true, 401},
+		// A server's newlines and control characters stay off our line.
+		{`{"error_code":"A\nB","message":"line one\r\nline two\u0000\u001b[31m"}`, "error_code", "HTTP 500 A B: line one line two[31m", false, 500},
 	} {
 		e := Decode(c.status, []byte(c.body), c.field)
 		if got := e.Error(); got != c.want {
