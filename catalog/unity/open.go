@@ -43,7 +43,7 @@ func Open(ctx context.Context, location string, opts storage.Options) (storage.S
 		return nil, fmt.Errorf("%s: %s (%w)", location, describeCall("looking up the table", cfg, err), err)
 	}
 	if f := strings.ToUpper(ti.DataSourceFormat); f != "" && f != "DELTA" {
-		return nil, fmt.Errorf("%s: not a Delta table (data_source_format %s)", location, ti.DataSourceFormat)
+		return nil, fmt.Errorf("%s: not a Delta table (data_source_format %s)", location, httpjson.Quote(ti.DataSourceFormat, 64))
 	}
 	if ti.TableID == "" || ti.StorageLocation == "" {
 		return nil, fmt.Errorf("%s: the catalog gave no table_id or storage_location (a view?)", location)

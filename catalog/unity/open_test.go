@@ -2,6 +2,8 @@ package unity
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -130,5 +132,19 @@ func TestOpenHostileCatalog(t *testing.T) {
 			}
 			t.Logf("%v: %v", el.Round(time.Millisecond), err)
 		})
+	}
+}
+
+// TestOpenNotDelta: a table of another format is refused in one line,
+// whatever the catalog calls the format.
+func TestOpenNotDelta(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"name":"t","data_source_format":"PARQUET\nand more","storage_location":"s3://b/t","table_id":"x"}`))
+	}))
+	defer srv.Close()
+	cleanEnv(t)
+	_, err := Open(context.Background(), "uc://a.b.t", storage.Options{Catalog: storage.CatalogOptions{Endpoint: srv.URL, Token: "dapi-x"}})
+	if err == nil || err.Error() != `uc://a.b.t: not a Delta table (data_source_format "PARQUET\nand more")` {
+		t.Fatalf("%v", err)
 	}
 }
