@@ -99,18 +99,20 @@ func TestOpenLocationLocal(t *testing.T) {
 // one line naming the bound (the limits made small for the test).
 func TestOpenHostileCatalog(t *testing.T) {
 	oldTimeout, oldPause := callTimeout, retryPause
-	callTimeout, retryPause = 300*time.Millisecond, 10*time.Millisecond
+	retryPause = 10 * time.Millisecond
 	defer func() { callTimeout, retryPause = oldTimeout, oldPause }()
 	for _, tc := range []struct {
-		name string
-		set  func(*unitytest.Server)
-		want string
-		reqs int64
+		name    string
+		set     func(*unitytest.Server)
+		timeout time.Duration // of one attempt: 16 MiB come well within it
+		want    string
+		reqs    int64
 	}{
-		{"silent", func(uc *unitytest.Server) { uc.SetStall(true) }, "no answer within 300ms, after 4 attempts", 4},
-		{"endless", func(uc *unitytest.Server) { uc.SetEndless(true) }, "the answer is longer than 16 MiB", 1},
+		{"silent", func(uc *unitytest.Server) { uc.SetStall(true) }, 300 * time.Millisecond, "no answer within 300ms, after 4 attempts", 4},
+		{"endless", func(uc *unitytest.Server) { uc.SetEndless(true) }, 5 * time.Second, "the answer is longer than 16 MiB", 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			callTimeout = tc.timeout
 			uc := unitytest.Start(t, time.Hour, "k", "s")
 			uc.AddTable("main.default.t", "s3://lake/t")
 			opts := ucOptions(t, uc)
