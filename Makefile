@@ -24,9 +24,10 @@ FUZZ_TARGETS := \
 	./fs FuzzParseName \
 	./sample FuzzEscapeName \
 	./filter FuzzFilter \
-	./storage/sharing FuzzQueryAnswer \
+	./storage/sharing FuzzQuery \
 	./storage/sharing FuzzProfile \
 	./internal/secret FuzzRedact \
+	./catalog/unity FuzzAnswers \
 	./internal/attack FuzzAttack
 
 .PHONY: all build test unit fuzz vet demo bench deps clean

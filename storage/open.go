@@ -2,9 +2,14 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/httpjson"
 )
 
 // Options configure backends that need more than a location.
@@ -99,10 +104,73 @@ type GCSOptions struct {
 // Opener opens a location with a URL scheme, such as s3://.
 type Opener func(ctx context.Context, location string, opts Options) (Storage, error)
 
-var openers = map[string]Opener{}
+var (
+	openers  = map[string]Opener{}
+	catalogs = map[string]bool{} // schemes that name a table in a catalog
+)
 
 // Register makes a scheme ("s3") available to Open. Backends call it from init.
 func Register(scheme string, o Opener) { openers[scheme] = o }
+
+// RegisterCatalog is Register for a scheme whose locations name a table in
+// a catalog (uc://catalog.schema.table) rather than the place of its
+// files: such a location is never a table's storage location
+// (CheckStorageLocation).
+func RegisterCatalog(scheme string, o Opener) {
+	Register(scheme, o)
+	catalogs[scheme] = true
+}
+
+// CheckStorageLocation says why location, which a catalog gave as the
+// place of a table's files, is not one: a catalog's location (uc://, which
+// would send the open back to a catalog, or to itself), a location a
+// backend claimed (a Delta Sharing PROFILE.share#...), a scheme no backend
+// reads, or a local path that is not absolute. nil: a file:// URL, an
+// absolute path, or a URL of a storage backend's scheme (s3://, gs://,
+// abfss://, ...). The error does not repeat the location.
+func CheckStorageLocation(location string) error {
+	if Claimed(location) {
+		return errors.New("a shared table's location is not a storage location")
+	}
+	i := strings.Index(location, "://")
+	if i <= 0 {
+		if !filepath.IsAbs(location) {
+			return errors.New("not a URL of a storage deltafs reads, nor an absolute path")
+		}
+		return nil
+	}
+	switch scheme := location[:i]; {
+	case scheme == "file":
+		if !filepath.IsAbs(strings.TrimPrefix(location, "file://")) {
+			return errors.New("a file:// URL must hold an absolute path (file:///path)")
+		}
+		return nil
+	case catalogs[scheme]:
+		return fmt.Errorf("a %s:// location names a catalog's table, not a storage location", scheme)
+	case openers[scheme] == nil:
+		return fmt.Errorf("%s is not a scheme of a storage deltafs reads (%s)", httpjson.Quote(scheme, 32), strings.Join(storageSchemes(), ", "))
+	}
+	return nil
+}
+
+// storageSchemes are the schemes of storage locations, sorted, file first.
+func storageSchemes() []string {
+	var out []string
+	for s := range openers {
+		if !catalogs[s] {
+			out = append(out, s+"://")
+		}
+	}
+	slices.Sort(out)
+	return append([]string{"file://"}, out...)
+}
+
+// maxOpenDepth bounds how many opens one Open may nest (a catalog's table
+// opens its storage location: 2). Past it the open fails, so that no chain
+// of locations leading to locations runs without end.
+const maxOpenDepth = 4
+
+type depthKey struct{}
 
 // matcher claims locations that have no scheme of their own (Delta
 // Sharing's PROFILE.share#share.schema.table).
@@ -123,6 +191,11 @@ func RegisterMatch(match func(location string) bool, o Opener) {
 // whose scheme a backend registered, or a location a backend claimed with
 // RegisterMatch.
 func Open(ctx context.Context, location string, opts Options) (Storage, error) {
+	depth, _ := ctx.Value(depthKey{}).(int)
+	if depth >= maxOpenDepth {
+		return nil, fmt.Errorf("%s: the location is reached through %d others (a catalog's location leading back to catalogs?)", location, depth)
+	}
+	ctx = context.WithValue(ctx, depthKey{}, depth+1)
 	for _, m := range matchers {
 		if m.match(location) {
 			return m.open(ctx, location, opts)

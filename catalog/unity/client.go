@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/url"
 	"time"
@@ -26,13 +27,21 @@ type Client struct {
 	Attempts int
 }
 
+// Bounds of a call: callTimeout per attempt, from the request to the
+// answer's last byte; retryPause the longest pause before the second
+// attempt (doubling for each later one, jittered). Variables for tests.
+var (
+	callTimeout = 30 * time.Second
+	retryPause  = time.Second
+)
+
 // NewClient is a client with a 30 s limit per attempt and 4 attempts. Its
 // token is registered with secret.Add (no line prints it) and goes only to
 // the catalog's origin: a redirect elsewhere, or from https to http, fails
 // the call (secret.CheckRedirect).
 func NewClient(cfg Config) *Client {
 	secret.Add(cfg.Token)
-	return &Client{cfg: cfg, http: &http.Client{Timeout: 30 * time.Second, CheckRedirect: secret.CheckRedirect}, Attempts: 4}
+	return &Client{cfg: cfg, http: &http.Client{Timeout: callTimeout, CheckRedirect: secret.CheckRedirect}, Attempts: 4}
 }
 
 // TableInfo is the part of getTable's answer deltafs uses (all.yaml,
@@ -130,24 +139,30 @@ func (c *Client) call(ctx context.Context, method, path string, in, out any) err
 			return err
 		}
 	}
-	var last error
 	for attempt := 1; ; attempt++ {
 		retry, err := c.once(ctx, method, path, payload, out)
 		if err == nil {
 			return nil
 		}
-		last = err
 		if !retry || attempt >= c.Attempts || ctx.Err() != nil {
-			break
+			if attempt > 1 {
+				return fmt.Errorf("%w, after %d attempts", err, attempt)
+			}
+			return err
 		}
-		d := time.Duration(rand.Int64N(int64(time.Second) << (attempt - 1)))
+		d := time.Duration(rand.Int64N(int64(retryPause) << (attempt - 1)))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(d):
 		}
 	}
-	return last
+}
+
+// isTimeout reports whether err is the client's time limit.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // maxAnswer bounds an answer of the catalog (a table's description or a
@@ -170,6 +185,9 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte, 
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if ctx.Err() == nil && isTimeout(err) {
+			return true, fmt.Errorf("no answer within %v", c.http.Timeout)
+		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
 			err = ue.Err // the URL is in the caller's message already
@@ -180,6 +198,9 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte, 
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
+		if ctx.Err() == nil && isTimeout(err) {
+			return true, fmt.Errorf("the answer did not come whole within %v", c.http.Timeout)
+		}
 		return true, fmt.Errorf("reading the answer: %w", err)
 	}
 	if len(data) > maxAnswer {

@@ -38,7 +38,21 @@ func TestClientHostileAnswers(t *testing.T) {
 			case <-r.Context().Done():
 			case <-time.After(10 * time.Second):
 			}
-		}, "Timeout exceeded"},
+		}, "no answer within 500ms, after 2 attempts"},
+		{"trickle", func(w http.ResponseWriter, r *http.Request) {
+			w.Write([]byte(`{"name":"`))
+			for {
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(50 * time.Millisecond):
+				}
+				if _, err := w.Write([]byte("x")); err != nil {
+					return
+				}
+			}
+		}, "the answer did not come whole within 500ms, after 2 attempts"},
 		{"hangs up", func(w http.ResponseWriter, r *http.Request) {
 			conn, _, err := w.(http.Hijacker).Hijack()
 			if err == nil {

@@ -31,15 +31,31 @@
 // # Credentials that outlive a training run
 //
 // Vended renews the credentials in the background once two thirds of
-// their lifetime has passed, and logs each renewal at info level; a
-// request is never signed with expired credentials and never waits for a
-// renewal. A renewal the catalog refuses (401, 403, 404: a revoked grant,
-// an expired token, a dropped table) is logged once as a warning and
-// fails every later request at once (EIO on a mount, the catalog's answer
-// in the line); reads work again, without a remount, once the catalog
-// vends again (asked every minute). A catalog that cannot be reached is
-// retried every 2 s while the credentials last; past their expiry requests
-// fail, naming the cause, until a renewal works.
+// their lifetime has passed, but never sooner than 1 s
+// (MinRenewInterval) after the last renewal, and logs each renewal at
+// info level; a request is never signed with expired credentials (nor in
+// their last half second) and never waits for a renewal. Credentials that come dead (expiring in the
+// past or less than 1 s away: a lying catalog, or a clock that is wrong)
+// fail the open, and a renewal that brings them counts as failed. A
+// failed renewal (the catalog unreachable, an error, dead credentials, or
+// a refusal) is tried again after 1 s, then 2 s, 4 s, ... up to 1 minute
+// (MaxRenewBackoff); the old credentials serve while they last, and past
+// their expiry requests fail with EIO, naming the cause, until a renewal
+// works. The first failure is one warning, the recovery one info line. A
+// renewal the catalog refuses (401, 403, 404: a revoked grant, an expired
+// token, a dropped table) fails every later request at once (EIO on a
+// mount, the catalog's answer in the line); reads work again, without a
+// remount, once the catalog vends again.
+//
+// # Bounds
+//
+// A location must be a storage location: a storage_location that is a
+// uc:// name (the table itself, or another), a share, a scheme no backend
+// reads (hdfs://) or a relative path is refused in one line naming the
+// table and the location (storage.CheckStorageLocation). Every call has a
+// 30 s limit per attempt (connect to the answer's last byte) and 4
+// attempts at most, retrying only connection failures, 429 and 5xx, with
+// jittered pauses of up to 1, 2 and 4 s; an answer is at most 16 MiB.
 //
 // # Secrets
 //

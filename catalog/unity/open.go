@@ -8,10 +8,11 @@ import (
 	"log/slog"
 	"strings"
 
+	"github.com/deltafs/deltafs/internal/httpjson"
 	"github.com/deltafs/deltafs/storage"
 )
 
-func init() { storage.Register("uc", Open) }
+func init() { storage.RegisterCatalog("uc", Open) }
 
 // ParseName splits uc://catalog.schema.table into its full name.
 func ParseName(location string) (string, error) {
@@ -42,12 +43,16 @@ func Open(ctx context.Context, location string, opts storage.Options) (storage.S
 		return nil, fmt.Errorf("%s: %s (%w)", location, describeCall("looking up the table", cfg, err), err)
 	}
 	if f := strings.ToUpper(ti.DataSourceFormat); f != "" && f != "DELTA" {
-		return nil, fmt.Errorf("%s: not a Delta table (data_source_format %s)", location, ti.DataSourceFormat)
+		return nil, fmt.Errorf("%s: not a Delta table (data_source_format %s)", location, httpjson.Quote(ti.DataSourceFormat, 64))
 	}
 	if ti.TableID == "" || ti.StorageLocation == "" {
 		return nil, fmt.Errorf("%s: the catalog gave no table_id or storage_location (a view?)", location)
 	}
 	loc := normalizeLocation(ti.StorageLocation)
+	if err := storage.CheckStorageLocation(loc); err != nil {
+		// A table stored at uc://itself would open itself without end.
+		return nil, fmt.Errorf("%s: the catalog's storage_location %s is refused: %v", location, httpjson.Quote(ti.StorageLocation, 256), err)
+	}
 	vended, err := NewVended(ctx, location, slog.Default(), func(ctx context.Context) (storage.Credentials, error) {
 		tc, err := c.TemporaryTableCredentials(ctx, ti.TableID)
 		if err != nil {
@@ -85,8 +90,11 @@ func describeCall(what string, cfg Config, err error) string {
 }
 
 // normalizeLocation maps the Hadoop spellings of S3 (s3a://, s3n://) to
-// s3://.
+// s3://, and of a local path (file:/path) to the path.
 func normalizeLocation(loc string) string {
+	if strings.HasPrefix(loc, "file:/") && !strings.HasPrefix(loc, "file://") {
+		return strings.TrimPrefix(loc, "file:")
+	}
 	for _, p := range []string{"s3a://", "s3n://"} {
 		if strings.HasPrefix(loc, p) {
 			return "s3://" + strings.TrimPrefix(loc, p)

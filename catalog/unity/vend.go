@@ -14,48 +14,75 @@ import (
 // expire, so that a mount serving for days never signs a request with
 // expired credentials and never waits for a renewal: a goroutine fetches
 // new credentials once two thirds of their lifetime has passed (a 1-hour
-// credential is renewed 20 minutes early), logging each renewal at info
-// level. A renewal that fails for a transient reason (the catalog
-// unreachable, 5xx) is retried every few seconds while the old
-// credentials last; once they have expired, Credentials fails (requests
-// fail with EIO, naming the cause) until a renewal succeeds.
+// credential is renewed 20 minutes early), but never sooner than
+// MinRenewInterval after the last renewal, logging each renewal at info
+// level.
+//
+// A renewal that fails (the catalog unreachable, 5xx, a refusal) or that
+// brings credentials already dead (expiring within MinRenewInterval: past,
+// or a millisecond away, by this machine's clock) is tried again after a
+// pause that doubles from MinRenewInterval up to MaxRenewBackoff. The old
+// credentials are kept while they last; once they have expired,
+// Credentials fails (requests fail with EIO, naming the cause) until a
+// renewal succeeds. The first failure is logged once as a warning, the
+// recovery once at info level; the failures in between at debug level.
 //
 // A renewal the catalog refuses (401, 403, 404: the grant was revoked, the
-// token expired, the table dropped) is logged once as a warning, and from
-// then on Credentials fails at once with that refusal, so the next reads
-// fail with EIO instead of waiting for the old credentials to expire. The
-// goroutine keeps asking every minute, and reads work again once the
-// catalog vends again.
+// token expired, the table dropped) fails Credentials at once with that
+// refusal, so the next reads fail with EIO instead of waiting for the old
+// credentials to expire; reads work again once the catalog vends again.
 type Vended struct {
 	fetch func(ctx context.Context) (storage.Credentials, error)
 	table string
 	log   *slog.Logger
 
-	mu      sync.Mutex
-	cur     storage.Credentials
-	issued  time.Time
-	refused error // the catalog's refusal, sticky until a renewal works
-	lastErr error // the latest transient failure
+	mu       sync.Mutex
+	cur      storage.Credentials
+	issued   time.Time
+	failures int       // consecutive failed renewals
+	failed   time.Time // when the last one failed
+	failErr  error     // its cause
+	refused  bool      // the catalog refused it (failErr IsDenied)
 
 	stop context.CancelFunc
 	done chan struct{}
 }
 
-// RetryInterval is the pause between renewals that failed transiently;
-// RefusedInterval between attempts after a refusal.
+// MinRenewInterval is the least time between two renewals (credentials
+// that live less than that are renewed at this pace, and dead ones are
+// refused), and the first pause after a failed one; the pause doubles
+// with each failure up to MaxRenewBackoff. Credentials are handed out
+// until half of it before they expire, so that a request signed with them
+// reaches storage in time.
 var (
-	RetryInterval   = 2 * time.Second
-	RefusedInterval = time.Minute
+	MinRenewInterval = time.Second
+	MaxRenewBackoff  = time.Minute
 )
 
-// NewVended fetches the first credentials (an error here fails the open)
-// and starts renewing them. Close stops it.
+// deadError is credentials that expire before they could be used.
+type deadError struct{ expires time.Time }
+
+func (e *deadError) Error() string {
+	return fmt.Sprintf("the catalog vended credentials that expire at %s, less than %v from now: is this machine's clock right?", e.expires.UTC().Format(time.RFC3339Nano), MinRenewInterval)
+}
+
+// fetchLive fetches credentials and refuses dead ones.
+func (v *Vended) fetchLive(ctx context.Context) (storage.Credentials, error) {
+	c, err := v.fetch(ctx)
+	if err == nil && !c.Expires.After(time.Now().Add(MinRenewInterval)) {
+		return storage.Credentials{}, &deadError{c.Expires}
+	}
+	return c, err
+}
+
+// NewVended fetches the first credentials (an error, or dead credentials,
+// fail the open) and starts renewing them. Close stops it.
 func NewVended(ctx context.Context, table string, log *slog.Logger, fetch func(ctx context.Context) (storage.Credentials, error)) (*Vended, error) {
 	if log == nil {
 		log = slog.Default()
 	}
 	v := &Vended{fetch: fetch, table: table, log: log, done: make(chan struct{})}
-	c, err := fetch(ctx)
+	c, err := v.fetchLive(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -77,31 +104,42 @@ func (v *Vended) Close() {
 func (v *Vended) Credentials(ctx context.Context) (storage.Credentials, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.refused != nil {
-		return storage.Credentials{}, fmt.Errorf("Unity Catalog refuses read credentials (%w)", v.refused)
+	if v.refused {
+		return storage.Credentials{}, fmt.Errorf("Unity Catalog refuses read credentials (%w)", v.failErr)
 	}
-	if time.Now().Before(v.cur.Expires) {
+	// Not in their last half floor: a request signed now must reach
+	// storage before they expire.
+	if time.Now().Add(MinRenewInterval / 2).Before(v.cur.Expires) {
 		return v.cur, nil
 	}
 	cause := "renewal pending"
-	if v.lastErr != nil {
-		cause = v.lastErr.Error()
+	if v.failErr != nil {
+		cause = v.failErr.Error()
 	}
 	return storage.Credentials{}, fmt.Errorf("the credentials Unity Catalog vended expired at %s and could not be renewed (%s)", v.cur.Expires.UTC().Format(time.RFC3339), cause)
 }
 
-// renewAt is when the current credentials are due for renewal.
+// renewAt is when the next renewal is due: two thirds into the current
+// credentials' life, at least MinRenewInterval after they came; after a
+// failure, the back-off.
 func (v *Vended) renewAt() time.Time {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.refused != nil {
-		return time.Now().Add(RefusedInterval)
-	}
-	if v.lastErr != nil {
-		return time.Now().Add(RetryInterval)
+	if v.failures > 0 {
+		return v.failed.Add(backoff(v.failures))
 	}
 	life := v.cur.Expires.Sub(v.issued)
-	return v.issued.Add(life * 2 / 3)
+	return v.issued.Add(max(life*2/3, MinRenewInterval))
+}
+
+// backoff is the pause after n consecutive failures (n >= 1):
+// MinRenewInterval doubled n-1 times, at most MaxRenewBackoff.
+func backoff(n int) time.Duration {
+	d := MinRenewInterval
+	for i := 1; i < n && d < MaxRenewBackoff; i++ {
+		d *= 2
+	}
+	return min(d, MaxRenewBackoff)
 }
 
 func (v *Vended) run(ctx context.Context) {
@@ -115,38 +153,37 @@ func (v *Vended) run(ctx context.Context) {
 		case <-t.C:
 		}
 		fctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-		c, err := v.fetch(fctx)
+		c, err := v.fetchLive(fctx)
 		cancel()
 		if ctx.Err() != nil {
 			return
 		}
 		v.mu.Lock()
-		switch {
-		case err == nil:
-			wasRefused := v.refused != nil
-			v.cur, v.issued, v.refused, v.lastErr = c, time.Now(), nil, nil
+		if err == nil {
+			failed := v.failures > 0
+			v.cur, v.issued, v.failures, v.failErr, v.refused = c, time.Now(), 0, nil, false
 			v.mu.Unlock()
 			msg := "unity catalog: renewed the vended credentials"
-			if wasRefused {
-				msg = "unity catalog: the catalog vends credentials again; reads work again"
+			if failed {
+				msg = "unity catalog: renewing the vended credentials works again"
 			}
 			v.log.Info(msg, "table", v.table, "credentials", c.String())
-		case IsDenied(err):
-			first := v.refused == nil
-			v.refused, v.lastErr = err, nil
-			v.mu.Unlock()
-			if first {
-				v.log.Warn("unity catalog: the catalog refuses to renew read credentials (grant revoked?); reads of this table fail with EIO until it vends again", "table", v.table, "cause", err.Error())
-			}
+			continue
+		}
+		v.failures++
+		// A refusal after transient failures is said too: from now on,
+		// reads fail at once.
+		newlyRefused := IsDenied(err) && !v.refused
+		v.failed, v.failErr, v.refused = time.Now(), err, IsDenied(err)
+		first, next, expires := v.failures == 1, backoff(v.failures), v.cur.Expires
+		v.mu.Unlock()
+		switch {
+		case newlyRefused:
+			v.log.Warn("unity catalog: the catalog refuses to renew read credentials (grant revoked?); reads of this table fail with EIO until it vends again", "table", v.table, "cause", err.Error())
+		case first:
+			v.log.Warn("unity catalog: renewing the vended credentials fails; retrying with back-off, reads fail with EIO once the credentials expire", "table", v.table, "cause", err.Error(), "expires", expires.UTC().Format(time.RFC3339))
 		default:
-			first := v.lastErr == nil
-			v.lastErr = err
-			v.mu.Unlock()
-			level := slog.LevelDebug
-			if first {
-				level = slog.LevelInfo
-			}
-			v.log.Log(ctx, level, "unity catalog: renewing the vended credentials failed; retrying", "table", v.table, "cause", err.Error())
+			v.log.Debug("unity catalog: renewing the vended credentials failed again", "table", v.table, "cause", err.Error(), "retry_in", next)
 		}
 	}
 }

@@ -11,9 +11,17 @@ import (
 	"github.com/deltafs/deltafs/storage"
 )
 
+// fastRenewals shortens the renewal floor and back-off for a test.
+func fastRenewals(t *testing.T, floor, cap time.Duration) {
+	oldFloor, oldCap := MinRenewInterval, MaxRenewBackoff
+	MinRenewInterval, MaxRenewBackoff = floor, cap
+	t.Cleanup(func() { MinRenewInterval, MaxRenewBackoff = oldFloor, oldCap })
+}
+
 // TestVendedRenewsAhead: credentials of 600 ms are renewed before they
 // expire, so Credentials never hands out expired ones.
 func TestVendedRenewsAhead(t *testing.T) {
+	fastRenewals(t, 50*time.Millisecond, time.Second)
 	var n atomic.Int64
 	v, err := NewVended(context.Background(), "uc://a.b.c", nil, func(ctx context.Context) (storage.Credentials, error) {
 		n.Add(1)
@@ -37,9 +45,7 @@ func TestVendedRenewsAhead(t *testing.T) {
 // TestVendedRefusedThenBack: a refusal fails Credentials at once (not at
 // expiry); a later grant brings them back.
 func TestVendedRefusedThenBack(t *testing.T) {
-	old := RefusedInterval
-	RefusedInterval = 200 * time.Millisecond
-	defer func() { RefusedInterval = old }()
+	fastRenewals(t, 50*time.Millisecond, 200*time.Millisecond)
 	var refuse atomic.Bool
 	v, err := NewVended(context.Background(), "uc://a.b.c", nil, func(ctx context.Context) (storage.Credentials, error) {
 		if refuse.Load() {
@@ -91,6 +97,7 @@ func TestVendedRefusedThenBack(t *testing.T) {
 // TestVendedExpiredTransient: an unreachable catalog past expiry fails
 // Credentials with the cause, never with expired credentials.
 func TestVendedExpiredTransient(t *testing.T) {
+	fastRenewals(t, 50*time.Millisecond, time.Second)
 	var fail atomic.Bool
 	v, err := NewVended(context.Background(), "uc://a.b.c", nil, func(ctx context.Context) (storage.Credentials, error) {
 		if fail.Load() {

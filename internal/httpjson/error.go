@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
+	"unicode"
 
 	"github.com/deltafs/deltafs/internal/secret"
 )
@@ -35,9 +37,9 @@ func (e *APIError) Denied() bool {
 }
 
 // Decode is the error answer of status with body, the code under
-// codeField, its message without secrets (secret.Redact: a server may
-// echo the request's token). A body that is not such an object leaves Code and Message
-// empty.
+// codeField, each on one line, its message without secrets (secret.Redact:
+// a server may echo the request's token). A body that is not such an
+// object leaves Code and Message empty.
 func Decode(status int, body []byte, codeField string) *APIError {
 	e := &APIError{Status: status}
 	var m map[string]json.RawMessage
@@ -51,6 +53,19 @@ func Decode(status int, body []byte, codeField string) *APIError {
 	if raw, ok := m["message"]; ok && json.Unmarshal(raw, &msg) != nil {
 		return e
 	}
-	e.Code, e.Message = code, secret.Redact(msg)
+	// A server's words go on one line of ours, without our secrets.
+	e.Code, e.Message = oneLine(code), secret.Redact(oneLine(msg))
 	return e
+}
+
+// oneLine is s with every run of white space (newlines included) one
+// space, and control characters dropped.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return -1
+		}
+		return r
+	}, s)
 }

@@ -20,6 +20,8 @@ func TestDecode(t *testing.T) {
 		{`{"message":"bad token"}`, "error_code", "HTTP 401: bad token", true, 401},
 		// A server that echoes the request's header: not the token.
 		{`{"error_code":"UNAUTHENTICATED","message":"Invalid token Bearer dapi0123456789abcdef"}`, "error_code", "HTTP 401 UNAUTHENTICATED: Invalid token Bearer ***", true, 401},
+		// A server's newlines and control characters stay off our line.
+		{`{"error_code":"A\nB","message":"line one\r\nline two\u0000\u001b[31m"}`, "error_code", "HTTP 500 A B: line one line two[31m", false, 500},
 	} {
 		e := Decode(c.status, []byte(c.body), c.field)
 		if got := e.Error(); got != c.want {

@@ -18,8 +18,12 @@
 // OAuth token that WrapGCS, around fake-gcs-server, requires (gcs.go).
 // Both expire after Lifetime, as the S3 sessions do.
 //
-// For attacks, the catalog can redirect every request elsewhere
-// (RedirectTo) or echo the request's token in its refusals (EchoToken).
+// For attacks (hostile.go), the catalog can vend credentials that are dead
+// on arrival (SetVendLifetime), fail the next vends (FailVends), accept
+// requests and never answer them (SetStall) or answer without end
+// (SetEndless); Requests and VendRequests count what a client sent. It can
+// also redirect every request elsewhere (RedirectTo) or echo the request's
+// token in its refusals (EchoToken) (redirect.go).
 package unitytest
 
 import (
@@ -48,6 +52,8 @@ type Server struct {
 	Expired  atomic.Int64 // S3 requests refused: expired session
 	Refused  atomic.Int64 // S3 requests refused: any other authentication failure
 	Accepted atomic.Int64 // S3 requests let through with a vended session
+
+	hostile // hostile.go: modes, and the counters Requests and VendRequests
 
 	mu       sync.Mutex
 	tables   map[string]*table // by lower-case full name
@@ -92,8 +98,10 @@ func Start(t testing.TB, lifetime time.Duration, adminKey, adminSecret string) *
 		sas:       map[string]time.Time{},
 		gcpTokens: map[string]time.Time{},
 	}
+	s.hostile.stopped = make(chan struct{})
 	hs := httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(hs.Close)
+	t.Cleanup(s.stopHostile) // first: stalled handlers leave
 	s.URL = hs.URL
 	return s
 }
@@ -160,7 +168,7 @@ func (s *Server) SessionsUsed() int {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	const prefix = "/api/2.1/unity-catalog"
-	if s.hostile(w, r) {
+	if s.misbehave(w, r) || s.redirectOrEcho(w, r) {
 		return
 	}
 	if r.Header.Get("Authorization") != "Bearer "+s.Token {
@@ -200,6 +208,9 @@ func (s *Server) getTable(w http.ResponseWriter, full string) {
 }
 
 func (s *Server) vend(w http.ResponseWriter, r *http.Request) {
+	if s.vendFailure(w) {
+		return
+	}
 	var req struct {
 		TableID   string `json:"table_id"`
 		Operation string `json:"operation"`
@@ -228,7 +239,7 @@ func (s *Server) vend(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 	// Whole seconds: a SAS's expiry has no fraction, and the catalog
 	// reports the expiry the credentials really have.
-	expires := time.Now().Add(s.Lifetime).Truncate(time.Second)
+	expires := time.Now().Add(s.lifetime()).Truncate(time.Second)
 	answer := map[string]any{"expiration_time": expires.UnixMilli(), "url": loc}
 	scheme, _, _ := strings.Cut(loc, "://")
 	switch scheme {

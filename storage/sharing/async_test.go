@@ -96,10 +96,10 @@ func TestAsyncQueryHostile(t *testing.T) {
 		"no queryId":               {func(int64) string { return status("", "pending", "") }, nil, "no queryId"},
 		"a status after the lines": {func(int64) string { return page("") + status("q1", "pending", "") }, nil, "a query status after other lines"},
 		"lines after a status":     {func(int64) string { return status("q1", "pending", "") + protocolLine + "\n" }, nil, "follows its end"},
-		"pages that loop":          {func(n int64) string { return page("t1") }, nil, "gave before"},
+		"pages that loop":          {func(n int64) string { return page("t1") }, nil, "again (pages without end)"},
 		"pages that alternate": {func(n int64) string {
 			return page([]string{"t1", "t2"}[n%2])
-		}, nil, "gave before"},
+		}, nil, "again (pages without end)"},
 		"a status as a page": {func(n int64) string {
 			if n == 0 {
 				return page("t1")

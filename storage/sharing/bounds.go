@@ -32,6 +32,17 @@ const maxResponse = 1 << 30
 // maxLine bounds one line of an answer.
 const maxLine = 64 << 20
 
+// maxVersions bounds the versions queried when a table is opened (one
+// query each): of a share with more, the latest maxVersions are served,
+// the first of them as a checkpoint (as a table whose older log was
+// cleaned up), and a share that gains more than that many versions
+// between two looks fails the look.
+const maxVersions = 10000
+
+// maxPages bounds the pages of a query's answer, for a server that
+// paginates it without being asked to (deltafs sends no maxFiles).
+const maxPages = 10000
+
 // timeoutError is a request the server left waiting.
 type timeoutError struct {
 	d     time.Duration

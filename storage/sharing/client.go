@@ -33,9 +33,12 @@ type Client struct {
 	// timeout bounds a request's pauses: until its answer's headers, and
 	// between two reads of the body; the whole answer must come within
 	// answerTimeouts of it (bounds.go).
-	timeout time.Duration
-	maxBody int64 // bounds a query's answer (maxResponse)
-	maxLine int   // bounds one line of it (maxLine)
+	timeout  time.Duration
+	maxBody  int64 // bounds a query's answer, all its pages (maxResponse)
+	maxLine  int   // bounds one line of it (maxLine)
+	maxPages int   // bounds its pages (maxPages)
+	// maxVersions bounds the versions queried at once (maxVersions).
+	maxVersions int64
 	// plain: the endpoint is http://, so file URLs may be too. From an
 	// https endpoint, only https URLs are read (PROTOCOL.md: "An https
 	// url"): an http one would expose the data and the URL on the wire.
@@ -55,7 +58,8 @@ func NewClient(p Profile, n Name, hc *http.Client, timeout time.Duration) *Clien
 		timeout = DefaultTimeout
 	}
 	return &Client{base: base, cred: newCredentials(p, n.Profile, hc, timeout, slog.Default(), time.Now), hc: hc, timeout: timeout,
-		maxBody: maxResponse, maxLine: maxLine, plain: strings.HasPrefix(strings.ToLower(p.Endpoint), "http://")}
+		maxBody: maxResponse, maxLine: maxLine, maxPages: maxPages, maxVersions: maxVersions,
+		plain: strings.HasPrefix(strings.ToLower(p.Endpoint), "http://")}
 }
 
 // APIError is a server's error answer: its status and
@@ -163,6 +167,19 @@ type responseLine struct {
 // within answerTimeouts timeouts; an answer in pages (an endStreamAction
 // with a nextPageToken) is read page by page into one.
 func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
+	// One bound for the whole answer: its polls and its pages together.
+	whole := answerTimeouts * c.timeout
+	qctx, cancel := context.WithTimeoutCause(ctx, whole, &timeoutError{d: whole, whole: true})
+	defer cancel()
+	r, err := c.query(qctx, version)
+	var te *timeoutError
+	if err != nil && ctx.Err() == nil && errors.As(context.Cause(qctx), &te) {
+		return nil, te
+	}
+	return r, err
+}
+
+func (c *Client) query(ctx context.Context, version *int64) (*Response, error) {
 	q := queryBody{Version: version, IdempotencyKey: idempotencyKey()}
 	a := &answer{c: c, out: &Response{Version: -1}, ids: map[string]bool{}, seen: map[string]bool{}}
 	u := c.base + "/query"
@@ -171,14 +188,13 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 		return nil, err
 	}
 	if p.status != nil {
-		deadline := time.Now().Add(answerTimeouts * c.timeout)
 		u = c.base + "/queries/" + url.PathEscape(p.status.QueryID)
 		wait := pollFirst
 		for p.status != nil {
 			if err := p.status.check(); err != nil {
 				return nil, err
 			}
-			if time.Now().Add(wait).After(deadline) {
+			if d, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(d) {
 				return nil, fmt.Errorf("the asynchronous query %s is still pending after %v", shortQuote(p.status.QueryID), answerTimeouts*c.timeout)
 			}
 			select {
@@ -194,10 +210,10 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 	}
 	for pages := 1; p.next != ""; pages++ {
 		if a.seen[p.next] {
-			return nil, fmt.Errorf("page %d of the answer gives a nextPageToken it gave before: the pages loop", pages)
+			return nil, fmt.Errorf("page %d of the answer gives the page token %s again (pages without end)", pages, shortQuote(p.next))
 		}
-		if pages >= maxPages {
-			return nil, fmt.Errorf("the answer runs past %d pages", maxPages)
+		if pages >= c.maxPages {
+			return nil, fmt.Errorf("the answer has more than %d pages", c.maxPages)
 		}
 		a.seen[p.next] = true
 		next := q
@@ -215,12 +231,10 @@ func (c *Client) Query(ctx context.Context, version *int64) (*Response, error) {
 	return a.finish()
 }
 
-// Asynchronous queries are polled from pollFirst, doubling to pollMax;
-// an answer has at most maxPages pages.
+// Asynchronous queries are polled from pollFirst, doubling to pollMax.
 const (
 	pollFirst = 50 * time.Millisecond
 	pollMax   = 2 * time.Second
-	maxPages  = 100_000
 )
 
 // queryBody is Read Data from a Table's request body, and Get Query
@@ -270,6 +284,8 @@ type answer struct {
 	ids      map[string]bool // the file ids so far
 	seen     map[string]bool // the page tokens so far
 	bytes    int64           // read so far, against c.maxBody
+	lines    int             // lines of the pages so far (errors count across pages)
+	pages    int             // pages read so far (a query status is none)
 }
 
 // pageEnd is how a page ended: a query status (the query is pending or
@@ -305,7 +321,10 @@ func (a *answer) page(ctx context.Context, u string, q queryBody) (pageEnd, erro
 	defer func() { a.bytes = br.read }()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, min(64<<10, c.maxLine)), c.maxLine)
-	n := 0
+	first := a.lines // lines before this page
+	n := first
+	defer func() { a.lines = n }()
+	page := a.pages + 1
 	var end pageEnd
 	format := formatUnknown
 	var protocol, metadata json.RawMessage // this page's
@@ -331,7 +350,7 @@ func (a *answer) page(ctx context.Context, u string, q queryBody) (pageEnd, erro
 		}
 		switch {
 		case l.QueryStatus != nil:
-			if n != 1 {
+			if n != first+1 {
 				return pageEnd{}, fmt.Errorf("line %d of the answer: a query status after other lines", n)
 			}
 			if l.QueryStatus.QueryID == "" || len(l.QueryStatus.QueryID) > 1024 {
@@ -350,12 +369,14 @@ func (a *answer) page(ctx context.Context, u string, q queryBody) (pageEnd, erro
 					return pageEnd{}, fmt.Errorf("line %d of the answer: %v", n, err)
 				}
 				protocol, format = p, formatParquet
-				continue
-			}
-			if !isObject(l.Protocol.DeltaProtocol) {
+			} else if !isObject(l.Protocol.DeltaProtocol) {
 				return pageEnd{}, fmt.Errorf("line %d of the answer: deltaProtocol is not a JSON object", n)
+			} else {
+				protocol, format = l.Protocol.DeltaProtocol, formatDelta
 			}
-			protocol, format = l.Protocol.DeltaProtocol, formatDelta
+			if a.out.Protocol != nil && !bytes.Equal(a.out.Protocol, protocol) {
+				return pageEnd{}, fmt.Errorf("line %d of the answer: page %d has another protocol than the first page", n, page)
+			}
 		case l.MetaData != nil && format == formatParquet:
 			if len(l.MetaData.DeltaMetadata) != 0 {
 				return pageEnd{}, fmt.Errorf("line %d of the answer: a delta-format metaData in a parquet-format answer", n)
@@ -367,8 +388,11 @@ func (a *answer) page(ctx context.Context, u string, q queryBody) (pageEnd, erro
 			if err != nil {
 				return pageEnd{}, fmt.Errorf("line %d of the answer: %v", n, err)
 			}
-			if err := a.metadata(md, l.MetaData); err != nil {
+			if err := checkAccess(l.MetaData); err != nil {
 				return pageEnd{}, err
+			}
+			if err := a.metadata(md, l.MetaData); err != nil {
+				return pageEnd{}, fmt.Errorf("line %d of the answer: page %d %v", n, page, err)
 			}
 			metadata = md
 		case l.MetaData != nil:
@@ -382,8 +406,11 @@ func (a *answer) page(ctx context.Context, u string, q queryBody) (pageEnd, erro
 			// startingVersion, which deltafs does not send; the first
 			// one describes the snapshot.
 			if metadata == nil {
-				if err := a.metadata(l.MetaData.DeltaMetadata, l.MetaData); err != nil {
+				if err := checkAccess(l.MetaData); err != nil {
 					return pageEnd{}, err
+				}
+				if err := a.metadata(l.MetaData.DeltaMetadata, l.MetaData); err != nil {
+					return pageEnd{}, fmt.Errorf("line %d of the answer: page %d %v", n, page, err)
 				}
 				metadata = l.MetaData.DeltaMetadata
 			}
@@ -431,23 +458,22 @@ func (a *answer) page(ctx context.Context, u string, q queryBody) (pageEnd, erro
 		return end, nil
 	}
 	if protocol == nil || metadata == nil {
+		if page > 1 {
+			return pageEnd{}, fmt.Errorf("page %d of the answer has no protocol or metaData line", page)
+		}
 		return pageEnd{}, errors.New("the answer has no protocol or metaData line")
 	}
-	if a.out.Protocol != nil && !bytes.Equal(a.out.Protocol, protocol) {
-		return pageEnd{}, errors.New("the answer's pages give different protocols")
-	}
 	a.out.Protocol = protocol
+	a.pages = page
 	return end, nil
 }
 
 // metadata takes a page's metaData: the first page's, or one equal to it.
+// Its error completes "page K ".
 func (a *answer) metadata(md json.RawMessage, l *metaDataLine) error {
-	if err := checkAccess(l); err != nil {
-		return err
-	}
 	if a.out.Metadata != nil {
 		if !bytes.Equal(a.out.Metadata, md) || a.out.Location != l.Location {
-			return errors.New("the answer's pages give different metaData")
+			return errors.New("has another metaData than the first page")
 		}
 		return nil
 	}
@@ -465,6 +491,193 @@ func (a *answer) finish() (*Response, error) {
 	}
 	a.out.PlainURLs = a.c.plain
 	return a.out, nil
+}
+
+// query is the state of a query's answer across its pages.
+type query struct {
+	c        *Client
+	out      *Response
+	ids      map[string]bool // file ids seen
+	format   responseFormat
+	numFiles *int64
+	lines    int   // lines read, on every page
+	read     int64 // bytes read, on every page
+}
+
+// page asks for one page of the answer (token "": the first) and adds it
+// to q; next is the next page's token ("" for none).
+func (q *query) page(ctx context.Context, version *int64, token string, page int) (next string, err error) {
+	c, out := q.c, q.out
+	req := map[string]any{}
+	if version != nil {
+		req["version"] = *version
+	}
+	if token != "" {
+		req["pageToken"] = token
+	}
+	body, _ := json.Marshal(req)
+	resp, err := c.do(ctx, http.MethodPost, c.base+"/query", body)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	ver := int64(-1)
+	if h := resp.Header.Get("Delta-Table-Version"); h != "" {
+		v, err := strconv.ParseInt(h, 10, 64)
+		if err != nil || v < 0 {
+			return "", fmt.Errorf("the server's Delta-Table-Version %q is not a version", h)
+		}
+		ver = v
+	}
+	if page == 1 {
+		out.Version = ver
+	} else if ver != out.Version {
+		return "", fmt.Errorf("page %d of the answer is of version %d, the first of version %d", page, ver, out.Version)
+	}
+	// The scanner hands out the bytes before a read error as a last line:
+	// the error, kept by answer, is the cause then, not that line's JSON.
+	bounded := &boundedReader{r: resp.Body, max: c.maxBody, read: q.read}
+	defer func() { q.read = bounded.read }()
+	answer := &stickyReader{r: bounded}
+	sc := bufio.NewScanner(answer)
+	sc.Buffer(make([]byte, 0, min(64<<10, c.maxLine)), c.maxLine)
+	var protocol, metadata json.RawMessage // this page's
+	for sc.Scan() {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
+		q.lines++
+		n := q.lines
+		var l responseLine
+		if err := json.Unmarshal(line, &l); err != nil {
+			if answer.err != nil {
+				return "", answerError(answer.err, n-1, c.maxLine)
+			}
+			return "", fmt.Errorf("line %d of the answer: %s", n, httpjson.Cause(err))
+		}
+		if (l.Protocol != nil) && (l.MetaData != nil || l.File != nil) || l.MetaData != nil && l.File != nil {
+			// PROTOCOL.md: "It must contain only ONE of the above fields."
+			return "", fmt.Errorf("line %d of the answer holds more than one of protocol, metaData and file", n)
+		}
+		switch {
+		case l.Protocol != nil:
+			if protocol != nil {
+				return "", fmt.Errorf("line %d of the answer: a second protocol", n)
+			}
+			format := formatDelta
+			if len(l.Protocol.DeltaProtocol) == 0 {
+				// The parquet format: the server did not take (or
+				// ignored) responseformat=delta.
+				p, err := parquetProtocol(l.Protocol.MinReaderVersion)
+				if err != nil {
+					return "", fmt.Errorf("line %d of the answer: %v", n, err)
+				}
+				protocol, format = p, formatParquet
+			} else {
+				if !isObject(l.Protocol.DeltaProtocol) {
+					return "", fmt.Errorf("line %d of the answer: deltaProtocol is not a JSON object", n)
+				}
+				protocol = l.Protocol.DeltaProtocol
+			}
+			if page == 1 {
+				out.Protocol, q.format = protocol, format
+			} else if format != q.format || !bytes.Equal(protocol, out.Protocol) {
+				return "", fmt.Errorf("line %d of the answer: page %d has another protocol than the first page", n, page)
+			}
+		case l.MetaData != nil && q.format == formatParquet:
+			if len(l.MetaData.DeltaMetadata) != 0 {
+				return "", fmt.Errorf("line %d of the answer: a delta-format metaData in a parquet-format answer", n)
+			}
+			if metadata != nil {
+				continue // a historical one: the first describes the snapshot
+			}
+			md, err := parquetMetadata(l.MetaData)
+			if err != nil {
+				return "", fmt.Errorf("line %d of the answer: %v", n, err)
+			}
+			if err := checkAccess(l.MetaData); err != nil {
+				return "", err
+			}
+			metadata = md
+			if err := q.setMetadata(md, l.MetaData, page, n); err != nil {
+				return "", err
+			}
+		case l.MetaData != nil:
+			if len(l.MetaData.DeltaMetadata) == 0 {
+				return "", fmt.Errorf("line %d: metaData without deltaMetadata", n)
+			}
+			if !isObject(l.MetaData.DeltaMetadata) {
+				return "", fmt.Errorf("line %d of the answer: deltaMetadata is not a JSON object", n)
+			}
+			if err := checkAccess(l.MetaData); err != nil {
+				return "", err
+			}
+			// A historical metaData (with a version) only comes with
+			// startingVersion, which deltafs does not send; the first
+			// one describes the snapshot.
+			if metadata == nil {
+				metadata = l.MetaData.DeltaMetadata
+				if err := q.setMetadata(metadata, l.MetaData, page, n); err != nil {
+					return "", err
+				}
+			}
+		case l.File != nil:
+			if q.format == formatParquet {
+				if err := l.File.fromParquet(); err != nil {
+					return "", fmt.Errorf("line %d of the answer: %v", n, err)
+				}
+			} else if l.File.URL != nil {
+				return "", fmt.Errorf("line %d of the answer: a parquet-format file in a delta-format answer", n)
+			}
+			if len(l.File.DeltaSingleAction) == 0 {
+				return "", fmt.Errorf("line %d: file without deltaSingleAction", n)
+			}
+			// The id is the file's identity (PROTOCOL.md: "A unique
+			// string for the file in a table"): an answer that repeats
+			// one lists a file twice, or two files as one.
+			if l.File.ID == "" {
+				return "", fmt.Errorf("line %d of the answer: a file without an id", n)
+			}
+			if q.ids[l.File.ID] {
+				return "", fmt.Errorf("line %d of the answer: the file id %s again", n, shortQuote(l.File.ID))
+			}
+			q.ids[l.File.ID] = true
+			out.Files = append(out.Files, *l.File)
+		case l.EndStream != nil && l.EndStream.ErrorMessage != "":
+			return "", fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.EndStream.ErrorMessage))))
+		case l.ErrorMessage != "":
+			return "", fmt.Errorf("the server failed the query: %s", clip(c.redact(oneLine(l.ErrorMessage))))
+		case l.EndStream != nil && l.EndStream.NextPageToken != "":
+			if next != "" {
+				return "", fmt.Errorf("line %d of the answer: a second endStreamAction with a nextPageToken", n)
+			}
+			next = l.EndStream.NextPageToken
+		case l.Add != nil:
+			// Data change actions answer startingVersion queries only.
+			return "", fmt.Errorf("line %d of the answer: an add action in a snapshot's answer", n)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", answerError(err, q.lines, c.maxLine)
+	}
+	if page > 1 && (protocol == nil || metadata == nil) {
+		return "", fmt.Errorf("page %d of the answer has no protocol or metaData line", page)
+	}
+	return next, nil
+}
+
+// setMetadata takes the first page's metaData, and checks that a later
+// page's is the same.
+func (q *query) setMetadata(md json.RawMessage, l *metaDataLine, page, n int) error {
+	if page == 1 {
+		q.out.Metadata, q.out.Location, q.numFiles = md, l.Location, l.NumFiles
+		return nil
+	}
+	if !bytes.Equal(md, q.out.Metadata) || l.Location != q.out.Location {
+		return fmt.Errorf("line %d of the answer: page %d has another metaData than the first page", n, page)
+	}
+	return nil
 }
 
 // checkAccess refuses a table shared for directory-based access only.
@@ -504,12 +717,7 @@ func clip(s string) string {
 }
 
 // shortQuote quotes a server's string for an error line, cut to 64 bytes.
-func shortQuote(s string) string {
-	if len(s) > 64 {
-		return strconv.Quote(s[:64]) + "..."
-	}
-	return strconv.Quote(s)
-}
+func shortQuote(s string) string { return httpjson.Quote(s, 64) }
 
 // do sends one API request with the token and the capabilities, and turns
 // a non-2xx answer into an *APIError. Transient failures (5xx, a request

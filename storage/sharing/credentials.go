@@ -75,11 +75,11 @@ func (b *bearer) token(context.Context) (string, error) {
 func (b *bearer) renew(string) bool { return false }
 
 // OAuth renewal: a token is renewed once two thirds of its life have
-// passed, never more often than renewFloor, and failed renewals back off
-// from renewFloor to renewCap while the old token, still valid, serves.
+// passed, never more often than tokenRenewFloor, and failed renewals back off
+// from tokenRenewFloor to tokenRenewCap while the old token, still valid, serves.
 const (
-	renewFloor = time.Second
-	renewCap   = time.Minute
+	tokenRenewFloor = time.Second
+	tokenRenewCap   = time.Minute
 )
 
 // oauth is a profile of type oauth_client_credentials: the OAuth 2.0
@@ -155,12 +155,12 @@ func (o *oauth) fetch(ctx context.Context, now time.Time) error {
 	if err == nil && t.TokenType != "" && !strings.EqualFold(t.Type(), "bearer") {
 		err = fmt.Errorf("it gave a token of type %q, not a bearer token", clipped(t.TokenType))
 	}
-	if err == nil && !t.Expiry.IsZero() && t.Expiry.Sub(now) < renewFloor {
-		err = fmt.Errorf("it gave a token that expires within %v", renewFloor)
+	if err == nil && !t.Expiry.IsZero() && t.Expiry.Sub(now) < tokenRenewFloor {
+		err = fmt.Errorf("it gave a token that expires within %v", tokenRenewFloor)
 	}
 	if err != nil {
 		first := o.failing == nil
-		o.backoff = min(max(2*o.backoff, renewFloor), renewCap)
+		o.backoff = min(max(2*o.backoff, tokenRenewFloor), tokenRenewCap)
 		o.next = now.Add(o.backoff)
 		o.failing = fmt.Errorf("the OAuth token endpoint %s of %s: %s", endpointOf(o.cfg.TokenURL), o.path, o.describe(err))
 		if first {
@@ -173,9 +173,9 @@ func (o *oauth) fetch(ctx context.Context, now time.Time) error {
 	}
 	secret.Add(t.AccessToken)
 	o.tok, o.expiry, o.failing, o.backoff = t.AccessToken, t.Expiry, nil, 0
-	o.renewAt, o.next = time.Time{}, now.Add(renewFloor)
+	o.renewAt, o.next = time.Time{}, now.Add(tokenRenewFloor)
 	if !t.Expiry.IsZero() {
-		o.renewAt = now.Add(max(t.Expiry.Sub(now)*2/3, renewFloor))
+		o.renewAt = now.Add(max(t.Expiry.Sub(now)*2/3, tokenRenewFloor))
 	}
 	return nil
 }

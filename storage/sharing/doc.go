@@ -41,7 +41,10 @@
 //     than a third of its lifetime (to expirationTimestamp) is left; then
 //     the version it came from is queried again, once for all its files,
 //     before the read. A URL refused anyway (403) is renewed once and the
-//     read tried again.
+//     read tried again. A version is queried for fresh URLs once a second
+//     at most: URLs that are stale when they come (an expiry in the past)
+//     are used as they are, and a URL refused right after its renewal
+//     fails the read, saying so.
 //
 // # Hostile servers
 //
@@ -49,7 +52,13 @@
 // trusted to behave (bounds.go). A query's answer is bounded: 1 GiB, 64
 // MiB a line, its whole within ten times the timeout (--sharing-timeout,
 // default 60 s) and no pause longer than one; a request that gets no
-// answer within the timeout is tried 3 times. A line must be the
+// answer within the timeout is tried 3 times. An answer the server
+// paginates is one answer for these bounds, of 10,000 pages at most; a
+// page token given twice (pages without end) fails it, and every page
+// repeats the first one's protocol and metaData. At open, the latest
+// 10,000 versions at most are queried (one query each), the first of
+// them served as a checkpoint; a share that gains more than that between
+// two looks fails the look. A line must be the
 // protocol's: the right JSON types (an error names the field, never a Go
 // type), one action a line, one protocol, a unique non-empty file id, a
 // non-negative size, as many files as metaData.numFiles when given, and an
@@ -117,8 +126,8 @@
 //     nextPageToken) is read page by page into one: every page's protocol
 //     and metaData must be the first's, the version the same, the size
 //     bound is for all pages together, and a token given twice is a loop.
-//   - The profile type basic and refreshToken are not implemented: a profile of another type is refused with a line
-//     naming it. PROTOCOL.md describes only profile version 1; version 2
+//   - The profile type basic and refreshToken are not implemented: a
+//     profile of another type is refused with a line naming it. PROTOCOL.md describes only profile version 1; version 2
 //     follows the fields delta-io/delta-sharing's clients read
 //     (tokenEndpoint, clientId, clientSecret, scope).
 package sharing

@@ -135,6 +135,9 @@ func (s *Store) get(ctx context.Context, key string, off, n, size int64) ([]byte
 				return nil, last
 			}
 			if _, err := s.fresh(ctx, key, true); err != nil {
+				if errors.Is(err, errRenewedRecently) {
+					return nil, fmt.Errorf("%w (its URL was renewed less than %v ago)", last, renewFloor)
+				}
 				return nil, err
 			}
 			renewed = true
@@ -288,12 +291,27 @@ func (s *Store) fresh(ctx context.Context, key string, force bool) (string, erro
 	_, err, _ := s.flight.Do(strconv.FormatInt(u.from, 10), func() (any, error) {
 		s.mu.Lock()
 		cur := s.urls[key]
-		s.mu.Unlock()
 		if cur != nil && cur.url != old && !needsRenewal(cur, time.Now()) {
+			s.mu.Unlock()
 			return nil, nil // renewed by a call that just ended
 		}
+		if time.Since(s.renewed[u.from]) < renewFloor {
+			s.mu.Unlock()
+			return nil, errRenewedRecently
+		}
+		s.renewed[u.from] = time.Now()
+		s.mu.Unlock()
 		return nil, s.renew(context.WithoutCancel(ctx), u.from)
 	})
+	if errors.Is(err, errRenewedRecently) {
+		// URLs that are stale as soon as they come (an expiry in the
+		// past), or refused as soon as renewed: the version is queried
+		// again once per renewFloor at most, not once per read.
+		if force {
+			return "", err
+		}
+		return old, nil
+	}
 	if err != nil {
 		return "", fmt.Errorf("%s: renewing its pre-signed URL: %w", key, err)
 	}
@@ -305,6 +323,12 @@ func (s *Store) fresh(ctx context.Context, key string, force bool) (string, erro
 	}
 	return u.url, nil
 }
+
+// renewFloor is the least time between two queries of one version for
+// fresh URLs (successful or not).
+const renewFloor = time.Second
+
+var errRenewedRecently = errors.New("renewed less than renewFloor ago")
 
 func needsRenewal(u *urlState, now time.Time) bool {
 	if u.expires == 0 {

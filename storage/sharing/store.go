@@ -34,6 +34,7 @@ type Store struct {
 	lastTS  int64                // its timestamp
 	objects map[string]logObject // _delta_log keys
 	urls    map[string]*urlState // data and deletion vector files
+	renewed map[int64]time.Time  // by version queried for fresh URLs (-1: current): when last
 	flight  singleflight.Group
 }
 
@@ -71,7 +72,7 @@ const parallelQueries = 4
 // share serves.
 func newStore(ctx context.Context, loc string, c *Client, hc *http.Client, log *slog.Logger) (*Store, error) {
 	s := &Store{loc: loc, c: c, hc: hc, log: log, closed: make(chan struct{}), latest: -1,
-		objects: map[string]logObject{}, urls: map[string]*urlState{}}
+		objects: map[string]logObject{}, urls: map[string]*urlState{}, renewed: map[int64]time.Time{}}
 	if err := s.sync(ctx); err != nil {
 		return nil, err
 	}
@@ -146,8 +147,17 @@ func (s *Store) sync(ctx context.Context) error {
 // written as a checkpoint.
 func (s *Store) buildHistory(ctx context.Context, v int64, top *Response) error {
 	s.mu.Lock()
-	from := s.latest + 1
+	from, latest := s.latest+1, s.latest
 	s.mu.Unlock()
+	// One query a version: a server that claims a huge version (up to
+	// 2^63-1) must not make the open query it without end.
+	if limit := s.c.maxVersions; v-from >= limit {
+		if latest >= 0 {
+			return fmt.Errorf("the share's version went from %d to %d: more than %d new versions at once", latest, v, limit)
+		}
+		from = v - limit + 1
+		s.log.Info("delta sharing: the share has more versions than deltafs reads at open; serving the latest ones, the first as a checkpoint", "table", s.loc, "version", v, "first_version", from)
+	}
 	n := v - from + 1
 	answers := make([]*version, n)
 	errs := make([]error, n)
