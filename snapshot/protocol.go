@@ -40,12 +40,19 @@ const catalogManagedHint = "the table's newest commits live in its catalog: open
 // versions 1 and 2 (column mapping) need nothing more; version 3 must list
 // its reader features, and each must be supported. A catalog-managed table
 // is refused with a hint to open it by its catalog name.
-func CheckProtocol(p *Protocol) error {
+func CheckProtocol(p *Protocol) error { return checkProtocol(p, false) }
+
+// checkProtocol is CheckProtocol; catalogManaged also accepts the
+// catalogManaged feature (Options.CatalogManaged).
+func checkProtocol(p *Protocol, catalogManaged bool) error {
 	if p == nil {
 		return corruptf("no protocol action")
 	}
 	e := &UnsupportedFeatureError{ReaderVersion: p.MinReaderVersion}
 	for _, f := range p.ReaderFeatures {
+		if catalogManaged && f == CatalogManagedFeature {
+			continue
+		}
 		if !SupportedReaderFeatures[f] && !slices.Contains(e.Features, f) {
 			e.Features = append(e.Features, f)
 		}

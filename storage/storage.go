@@ -110,6 +110,20 @@ type Storage interface {
 	Location() string
 }
 
+// CatalogLog is implemented by a Storage that presents a catalog-managed
+// table's log as the table's catalog has it (catalog/unity): the
+// catalog's ratified commits under their _delta_log names, nothing past
+// the catalog's latest version. Log replay accepts the catalogManaged
+// reader feature only from such a storage (PresentsCatalogLog).
+type CatalogLog interface{ CatalogLog() bool }
+
+// PresentsCatalogLog reports whether st is a CatalogLog that presents
+// its table's catalog log.
+func PresentsCatalogLog(st Storage) bool {
+	c, ok := st.(CatalogLog)
+	return ok && c.CatalogLog()
+}
+
 // IsTableWide reports whether err is about the table as a whole rather
 // than one object: its bucket is missing, its credentials are refused.
 // Backends mark such errors with a TableWide() bool method. A missing

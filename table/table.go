@@ -96,7 +96,8 @@ func Open(ctx context.Context, opts Options) (*Table, error) {
 	}
 	t := &Table{Location: opts.Location, Store: st, counted: &countingStorage{Storage: st}}
 	var err error
-	if t.Log, err = snapshot.Open(ctx, t.counted); err != nil {
+	logOpts := snapshot.Options{CatalogManaged: storage.PresentsCatalogLog(st)}
+	if t.Log, err = snapshot.OpenWithOptions(ctx, t.counted, logOpts); err != nil {
 		_ = t.Close()
 		if opts.Spec == nil {
 			return nil, err
