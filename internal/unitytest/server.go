@@ -45,6 +45,12 @@ type Server struct {
 	Expired  atomic.Int64 // S3 requests refused: expired session
 	Refused  atomic.Int64 // S3 requests refused: any other authentication failure
 	Accepted atomic.Int64 // S3 requests let through with a vended session
+	Loads    atomic.Int64 // loadTable calls answered
+
+	// LoadDelay delays every loadTable answer; LoadStatus, when not 0,
+	// answers loadTable with that status and a Delta REST API error.
+	LoadDelay  atomic.Int64 // nanoseconds
+	LoadStatus atomic.Int64
 
 	mu       sync.Mutex
 	tables   map[string]*table // by lower-case full name
@@ -63,6 +69,11 @@ type Server struct {
 type table struct {
 	full, id, location string
 	revoked            bool
+	// managed: catalog-managed, with its ratified unpublished commits
+	// and latest version (-1: the answer omits latest-table-version).
+	managed bool
+	commits []Commit
+	latest  int64
 }
 
 type session struct {
@@ -162,6 +173,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && strings.HasPrefix(path, "/tables/") && len(r.URL.Path) > len(prefix+"/tables/"):
 		s.getTable(w, strings.TrimPrefix(r.URL.Path, prefix+"/tables/"))
+	case r.Method == http.MethodGet && strings.HasPrefix(path, "/delta/v1/catalogs/"):
+		s.loadTable(w, r, strings.TrimPrefix(r.URL.Path, prefix+"/delta/v1/catalogs/"))
 	case r.Method == http.MethodPost && path == "/temporary-table-credentials":
 		s.vend(w, r)
 	default:
