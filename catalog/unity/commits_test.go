@@ -13,7 +13,6 @@ import (
 	"github.com/deltafs/deltafs/internal/unitytest"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
-	"github.com/deltafs/deltafs/writer"
 )
 
 // Catalog-managed tables through the test catalog's loadTable: a table
@@ -36,33 +35,7 @@ type managedFixture struct {
 // commits of versions from on.
 func newManagedFixture(t *testing.T, from int64) *managedFixture {
 	t.Helper()
-	root := t.TempDir()
-	dir, ref := filepath.Join(root, "managed"), filepath.Join(root, "ref")
-	st, err := storage.NewLocal(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	schema := &snapshot.StructType{Fields: []snapshot.StructField{
-		{Name: "id", Type: &snapshot.PrimitiveType{Name: "long"}},
-		{Name: "label", Type: &snapshot.PrimitiveType{Name: "string"}},
-	}}
-	ctx := context.Background()
-	for v := 0; v < 5; v++ {
-		rows := []writer.Row{{nil, fmt.Sprint("a", v)}, {nil, fmt.Sprint("b", v)}}
-		opts := writer.Options{IDColumn: "id"}
-		if v == 3 {
-			opts.Mode = writer.ModeOverwrite
-		}
-		if _, err := writer.Write(ctx, st, schema, writer.SliceRows(rows), opts); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.CopyFS(ref, os.DirFS(dir)); err != nil {
-		t.Fatal(err)
-	}
-	base := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
-	unitytest.MakeCatalogManaged(t, dir, true, base)
-	unitytest.MakeCatalogManaged(t, ref, false, base)
+	dir, ref := unitytest.ManagedTable(t, t.TempDir(), 5)
 	f := &managedFixture{uc: unitytest.Start(t, time.Hour, "k", "s"), dir: dir, ref: ref}
 	f.commits, f.latest = unitytest.StageCommits(t, dir, from)
 	f.uc.AddTable(managedName, dir)

@@ -3,6 +3,7 @@ package unitytest
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -13,7 +14,46 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/deltafs/deltafs/snapshot"
+	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/writer"
 )
+
+// ManagedTable writes a table of versions versions under root with
+// writer/ (two rows each, {id long, label string}; version 3 an
+// overwrite) and returns it made catalog-managed (dir) and, for
+// comparison, the same table without the feature (ref), both with
+// in-commit timestamps one second apart from 2025-06-01 12:00 UTC.
+func ManagedTable(t testing.TB, root string, versions int) (dir, ref string) {
+	t.Helper()
+	dir, ref = filepath.Join(root, "managed"), filepath.Join(root, "ref")
+	st, err := storage.NewLocal(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := &snapshot.StructType{Fields: []snapshot.StructField{
+		{Name: "id", Type: &snapshot.PrimitiveType{Name: "long"}},
+		{Name: "label", Type: &snapshot.PrimitiveType{Name: "string"}},
+	}}
+	for v := 0; v < versions; v++ {
+		rows := []writer.Row{{nil, fmt.Sprint("a", v)}, {nil, fmt.Sprint("b", v)}}
+		opts := writer.Options{IDColumn: "id"}
+		if v == 3 {
+			opts.Mode = writer.ModeOverwrite
+		}
+		if _, err := writer.Write(context.Background(), st, schema, writer.SliceRows(rows), opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.CopyFS(ref, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	MakeCatalogManaged(t, dir, true, base)
+	MakeCatalogManaged(t, ref, false, base)
+	return dir, ref
+}
 
 // Catalog-managed tables: the Delta REST API's loadTable (GET
 // /delta/v1/catalogs/{catalog}/schemas/{schema}/tables/{table}, shared/
