@@ -26,6 +26,7 @@ FUZZ_TARGETS := \
 	./filter FuzzFilter \
 	./storage/sharing FuzzQueryAnswer \
 	./storage/sharing FuzzProfile \
+	./catalog/unity FuzzLoadTableAnswer \
 	./internal/attack FuzzAttack
 
 .PHONY: all build test unit fuzz vet demo bench deps clean

@@ -29,7 +29,6 @@ import (
 func TestUCCatalogManaged(t *testing.T) {
 	mounttest.RequireFUSE(t)
 	bin := mounttest.Binary(t)
-	start := time.Now()
 	uc := unitytest.Start(t, time.Minute, s3test.AccessKey, s3test.SecretKey)
 	endpoint := s3test.NewFake(t, uc.WrapS3).Endpoint
 	dir, ref := unitytest.ManagedTable(t, t.TempDir(), 6)
@@ -75,9 +74,7 @@ func TestUCCatalogManaged(t *testing.T) {
 		}
 	}
 
-	t.Logf("%v: log and cat", time.Since(start))
 	refTree, refused := mountedTree(t, bin, ref)
-	t.Logf("%v: reference mounted", time.Since(start))
 	if refused != "" || len(refTree) != 6 {
 		t.Fatalf("reference: %d versions, %s", len(refTree), refused)
 	}
@@ -92,7 +89,6 @@ func TestUCCatalogManaged(t *testing.T) {
 		}
 	}
 
-	t.Logf("%v: mounted", time.Since(start))
 	// Version 5 ratified: latest moves there at the next refresh.
 	uc.SetCommits(name, commits, latest)
 	deadline := time.Now().Add(15 * time.Second)
@@ -122,7 +118,6 @@ func TestUCCatalogManaged(t *testing.T) {
 		}
 		want[n] = string(b)
 	}
-	t.Logf("%v: dropping", time.Since(start))
 	uc.Drop(name)
 	dropped := time.Now()
 	for {
@@ -151,5 +146,4 @@ func TestUCCatalogManaged(t *testing.T) {
 		t.Fatalf("want one warning about the dropped table:\n%s", log)
 	}
 	t.Logf("EIO %v after the drop", time.Since(dropped).Round(time.Millisecond))
-	t.Cleanup(func() { t.Logf("%v: cleanup", time.Since(start)) })
 }
