@@ -1,6 +1,8 @@
-// Package unitytest is a Unity Catalog server for tests: the two endpoints
+// Package unitytest is a Unity Catalog server for tests: the endpoints
 // deltafs calls (GET /tables/{full_name}, POST
-// /temporary-table-credentials, under /api/2.1/unity-catalog), with the
+// /temporary-table-credentials, under /api/2.1/unity-catalog, and the
+// Delta REST API's loadTable with the ratified commits of catalog-managed
+// tables: managed.go), with the
 // field names, status codes and error bodies of the OpenAPI specification
 // (shared/reference/unity-catalog/all.yaml) and of Unity Catalog OSS's
 // errors ({"error_code": "PERMISSION_DENIED", "message": ...}), and an STS
