@@ -189,6 +189,12 @@ func TestCatalogManagedThroughCatalog(t *testing.T) {
 	if !errors.As(err, &u) || !slices.Equal(u.Features, []string{"variantType"}) {
 		t.Fatalf("got %v, want variantType refused", err)
 	}
+	// Opened through a catalog that gives no commits: refused, saying why.
+	tbl, err = OpenWithOptions(ctx, f.st, Options{CatalogManagedHint: "its catalog gives none"})
+	if err == nil {
+		_, err = tbl.Snapshot(ctx, -1)
+	}
+	wantErr(t, err, nil, `reader feature "catalogManaged" is not supported; its catalog gives none`)
 }
 
 func TestColumnMapping(t *testing.T) {

@@ -110,18 +110,15 @@ type Storage interface {
 	Location() string
 }
 
-// CatalogLog is implemented by a Storage that presents a catalog-managed
-// table's log as the table's catalog has it (catalog/unity): the
-// catalog's ratified commits under their _delta_log names, nothing past
-// the catalog's latest version. Log replay accepts the catalogManaged
-// reader feature only from such a storage (PresentsCatalogLog).
-type CatalogLog interface{ CatalogLog() bool }
-
-// PresentsCatalogLog reports whether st is a CatalogLog that presents
-// its table's catalog log.
-func PresentsCatalogLog(st Storage) bool {
-	c, ok := st.(CatalogLog)
-	return ok && c.CatalogLog()
+// CatalogLog is implemented by a Storage opened through its table's
+// catalog (catalog/unity). CatalogLog reports whether it presents the
+// log as the catalog has it (a catalog-managed table: the catalog's
+// ratified commits under their _delta_log names, nothing past the
+// catalog's latest version) and, when it does not, why (for the refusal
+// of a catalog-managed log). Log replay accepts the catalogManaged reader
+// feature only from a storage that presents the catalog's log.
+type CatalogLog interface {
+	CatalogLog() (presented bool, why string)
 }
 
 // IsTableWide reports whether err is about the table as a whole rather

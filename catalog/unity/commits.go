@@ -235,7 +235,7 @@ func (c *catalogLog) refused() error {
 func (c *catalogLog) Location() string { return c.loc }
 
 // CatalogLog: log replay may read the catalogManaged feature from here.
-func (c *catalogLog) CatalogLog() bool { return true }
+func (c *catalogLog) CatalogLog() (bool, string) { return true, "" }
 
 // List lists the log as the catalog has it (asking the catalog first);
 // other prefixes pass through.

@@ -67,7 +67,10 @@ func (f *managedFixture) open(t *testing.T) (*catalogLog, *snapshot.Table, error
 	if err != nil {
 		return nil, nil, err
 	}
-	tbl, err := snapshot.OpenWithOptions(ctx, cl, snapshot.Options{CatalogManaged: storage.PresentsCatalogLog(cl)})
+	if ok, _ := cl.CatalogLog(); !ok {
+		t.Fatal("the catalog's log is not presented as such")
+	}
+	tbl, err := snapshot.OpenWithOptions(ctx, cl, snapshot.Options{CatalogManaged: true})
 	return cl, tbl, err
 }
 

@@ -59,11 +59,13 @@ func Open(ctx context.Context, location string, opts storage.Options) (storage.S
 	lctx, cancel := context.WithTimeout(ctx, LoadTimeout)
 	lt, err := load(lctx)
 	cancel()
-	managed := false
+	managed, unmanaged := false, ""
 	switch {
 	case err == nil:
 		managed = lt.CatalogManaged()
+		unmanaged = "its catalog does not say it is catalog-managed (no delta.feature.catalogManaged in the Delta REST API's loadTable), so it gives none of the table's newest commits"
 	case NoDeltaAPI(err):
+		unmanaged = "its catalog has no Delta REST API (loadTable) to give the table's newest commits"
 		slog.Debug("unity catalog: no Delta REST API (loadTable): reading the table's log alone", "table", location, "err", err)
 	default:
 		return nil, fmt.Errorf("%s: %s", location, describeLoad(err))
@@ -97,7 +99,7 @@ func Open(ctx context.Context, location string, opts storage.Options) (storage.S
 		st = cl
 	}
 	slog.Debug("unity catalog: table resolved", "table", location, "storage_location", loc, "table_id", ti.TableID, "catalog_managed", managed)
-	return &Table{Storage: st, loc: location, vended: vended, managed: managed}, nil
+	return &Table{Storage: st, loc: location, vended: vended, managed: managed, unmanaged: unmanaged}, nil
 }
 
 // describeCall says what failed and, for a refusal, what to check.
@@ -133,11 +135,14 @@ type Table struct {
 	loc     string
 	vended  *Vended
 	managed bool // catalog-managed: Storage is its catalogLog
+	// unmanaged says why the catalog gives no commits, when it does not.
+	unmanaged string
 }
 
 // CatalogLog reports whether the table is catalog-managed, its log
-// presented as the catalog has it (storage.CatalogLog).
-func (t *Table) CatalogLog() bool { return t.managed }
+// presented as the catalog has it, and else why its catalog gives no
+// commits (storage.CatalogLog).
+func (t *Table) CatalogLog() (bool, string) { return t.managed, t.unmanaged }
 
 // Location is uc://catalog.schema.table.
 func (t *Table) Location() string { return t.loc }

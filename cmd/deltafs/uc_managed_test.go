@@ -52,6 +52,18 @@ func TestUCCatalogManaged(t *testing.T) {
 		t.Fatalf("by path: exit %d, %q", code, stderr)
 	}
 
+	// A catalog without the Delta REST API: the log alone, refused by
+	// name; a failing loadTable: refused in one line.
+	for status, want := range map[int64]string{404: `reader feature "catalogManaged" is not supported; its catalog has no Delta REST API (loadTable) to give the table's newest commits`,
+		400: "loading the table's commits at " + uc.URL + "/api/2.1/unity-catalog (HTTP 400 InternalServerErrorException: the catalog is failing)"} {
+		uc.LoadStatus.Store(status)
+		_, stderr, code := runBin(t, bin, time.Minute, append([]string{"log", table}, flags...)...)
+		if code != 1 || strings.Count(strings.TrimSpace(stderr), "\n") != 0 || !strings.HasPrefix(stderr, "deltafs: "+table) || !strings.Contains(stderr, want) {
+			t.Fatalf("loadTable answering %d: exit %d, %q, want one line saying %q", status, code, stderr, want)
+		}
+	}
+	uc.LoadStatus.Store(0)
+
 	// log --json: versions 0..4, as the reference's.
 	refLog, refErr, code := runBin(t, bin, time.Minute, "log", "--json", ref)
 	if code != 0 {

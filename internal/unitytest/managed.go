@@ -99,7 +99,12 @@ func (s *Server) loadTable(w http.ResponseWriter, r *http.Request, rest string) 
 		case <-time.After(d):
 		}
 	}
-	if st := int(s.LoadStatus.Load()); st != 0 {
+	switch st := int(s.LoadStatus.Load()); st {
+	case 0:
+	case http.StatusNotFound: // a catalog without the Delta REST API
+		writeError(w, st, "NOT_FOUND", "No API found for '"+r.Method+" "+r.URL.Path+"'")
+		return
+	default:
 		writeDeltaError(w, st, "InternalServerErrorException", "the catalog is failing")
 		return
 	}

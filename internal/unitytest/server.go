@@ -50,7 +50,8 @@ type Server struct {
 	Loads    atomic.Int64 // loadTable calls answered
 
 	// LoadDelay delays every loadTable answer; LoadStatus, when not 0,
-	// answers loadTable with that status and a Delta REST API error.
+	// answers loadTable with that status and a Delta REST API error, or
+	// for 404 as a catalog without the Delta REST API does.
 	LoadDelay  atomic.Int64 // nanoseconds
 	LoadStatus atomic.Int64
 
