@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
@@ -169,24 +171,34 @@ func (c *catalogLog) accept(ctx context.Context, a LoadTableResponse) (*catalogV
 			}
 		}
 	}
+	// Stat the staged files not seen before (staged files never change),
+	// a few at a time.
+	var g errgroup.Group
+	g.SetLimit(8)
 	for n, r := range v.commits {
 		if r.bad != nil {
 			continue
 		}
-		if o := old; o != nil && o.commits[n] != nil && o.commits[n].bad == nil {
-			r.info = o.commits[n].info // staged files do not change
+		if o := old; o != nil && o.commits[n] != nil && o.commits[n].bad == nil && o.commits[n].size == r.size {
+			r.info = o.commits[n].info
 			continue
 		}
-		info, err := c.Storage.Stat(ctx, r.key)
-		switch {
-		case errors.Is(err, storage.ErrNotExist) && !storage.IsTableWide(err):
-			r.bad = &corruptCommit{fmt.Sprintf("the catalog ratified it as %s, which does not exist", r.key)}
-		case err != nil:
-			return nil, err
-		case info.Size != r.size:
-			r.bad = &corruptCommit{fmt.Sprintf("the catalog ratified it as %s of %d bytes, which holds %d", r.key, r.size, info.Size)}
-		}
-		r.info = storage.ObjectInfo{Key: commitKey(n), Size: r.size, ModTime: info.ModTime, ETag: info.ETag}
+		g.Go(func() error {
+			info, err := c.Storage.Stat(ctx, r.key)
+			switch {
+			case errors.Is(err, storage.ErrNotExist) && !storage.IsTableWide(err):
+				r.bad = &corruptCommit{fmt.Sprintf("the catalog ratified it as %s, which does not exist", r.key)}
+			case err != nil:
+				return err
+			case info.Size != r.size:
+				r.bad = &corruptCommit{fmt.Sprintf("the catalog ratified it as %s of %d bytes, which holds %d", r.key, r.size, info.Size)}
+			}
+			r.info = storage.ObjectInfo{Key: commitKey(n), Size: r.size, ModTime: info.ModTime, ETag: info.ETag}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 	return v, nil
 }

@@ -302,11 +302,28 @@ func TestCatalogManagedHostileAnswers(t *testing.T) {
 		})
 	}
 	f := newManagedFixture(t, 2)
-	_, tbl, err := f.open(t)
+	cl, tbl, err := f.open(t)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
+	// The same staged file, now of another size: checked again.
+	resized := slices.Clone(f.commits)
+	resized[2].FileSize--
+	f.uc.SetCommits(managedName, resized, 4)
+	if _, err := tbl.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := snapshot.OpenWithOptions(ctx, cl, snapshot.Options{CatalogManaged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = fresh.Snapshot(ctx, 4)
+	oneLine(t, err, "version 4: _delta_log/00000000000000000004.json: the catalog ratified it as", "bytes, which holds")
+	f.uc.SetCommits(managedName, f.commits, 4)
+	if _, err := tbl.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
 	f.uc.SetCommits(managedName, f.commits[:2], 3)
 	_, err = tbl.Refresh(ctx)
 	oneLine(t, err, "its latest version went back from 4 to 3")
