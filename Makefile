@@ -28,6 +28,7 @@ FUZZ_TARGETS := \
 	./storage/sharing FuzzProfile \
 	./internal/secret FuzzRedact \
 	./catalog/unity FuzzAnswers \
+	./catalog/unity FuzzLoadTableAnswer \
 	./internal/attack FuzzAttack
 
 .PHONY: all build test unit fuzz vet demo bench deps clean

@@ -291,7 +291,7 @@ func (t *Table) History(ctx context.Context, count FileRows, fn func(VersionStat
 			}
 			if a.Protocol != nil && a.Protocol != protocol {
 				protocol = a.Protocol
-				if err := CheckProtocol(protocol); err != nil {
+				if err := checkProtocol(protocol, t.opts); err != nil {
 					return t.err(f.Version, f.Key, err)
 				}
 			}

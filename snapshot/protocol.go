@@ -40,12 +40,20 @@ const catalogManagedHint = "the table's newest commits live in its catalog: open
 // versions 1 and 2 (column mapping) need nothing more; version 3 must list
 // its reader features, and each must be supported. A catalog-managed table
 // is refused with a hint to open it by its catalog name.
-func CheckProtocol(p *Protocol) error {
+func CheckProtocol(p *Protocol) error { return checkProtocol(p, Options{}) }
+
+// checkProtocol is CheckProtocol with a table's options: the
+// catalogManaged feature is accepted with o.CatalogManaged, else refused
+// with o.CatalogManagedHint (default: open it through its catalog).
+func checkProtocol(p *Protocol, o Options) error {
 	if p == nil {
 		return corruptf("no protocol action")
 	}
 	e := &UnsupportedFeatureError{ReaderVersion: p.MinReaderVersion}
 	for _, f := range p.ReaderFeatures {
+		if o.CatalogManaged && f == CatalogManagedFeature {
+			continue
+		}
 		if !SupportedReaderFeatures[f] && !slices.Contains(e.Features, f) {
 			e.Features = append(e.Features, f)
 		}
@@ -59,6 +67,9 @@ func CheckProtocol(p *Protocol) error {
 	case len(e.Features) > 0:
 		if slices.Contains(e.Features, CatalogManagedFeature) {
 			e.Detail = catalogManagedHint
+			if o.CatalogManagedHint != "" {
+				e.Detail = o.CatalogManagedHint
+			}
 		}
 		return e
 	}

@@ -160,6 +160,43 @@ func TestCatalogManagedByPathRefused(t *testing.T) {
 	}
 }
 
+// TestCatalogManagedThroughCatalog: with Options.CatalogManaged (a
+// storage presenting the catalog's log) the feature is read; other
+// unsupported features are still refused.
+func TestCatalogManagedThroughCatalog(t *testing.T) {
+	ctx := context.Background()
+	f := newFakeLog(t)
+	f.commit(0, protocolAction(3, 7, "deletionVectors", CatalogManagedFeature), metadataAction(nil))
+	f.commit(1, addAction("f1", 1))
+	tbl, err := OpenWithOptions(ctx, f.st, Options{CatalogManaged: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := tbl.Snapshot(ctx, -1)
+	if err != nil || s.Version != 1 || len(s.Files) != 1 {
+		t.Fatalf("%v, %v", s, err)
+	}
+	if _, err := tbl.Versions(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := newFakeLog(t)
+	g.commit(0, protocolAction(3, 7, CatalogManagedFeature, "variantType"), metadataAction(nil))
+	tbl, err = OpenWithOptions(ctx, g.st, Options{CatalogManaged: true})
+	if err == nil {
+		_, err = tbl.Snapshot(ctx, -1)
+	}
+	var u *UnsupportedFeatureError
+	if !errors.As(err, &u) || !slices.Equal(u.Features, []string{"variantType"}) {
+		t.Fatalf("got %v, want variantType refused", err)
+	}
+	// Opened through a catalog that gives no commits: refused, saying why.
+	tbl, err = OpenWithOptions(ctx, f.st, Options{CatalogManagedHint: "its catalog gives none"})
+	if err == nil {
+		_, err = tbl.Snapshot(ctx, -1)
+	}
+	wantErr(t, err, nil, `reader feature "catalogManaged" is not supported; its catalog gives none`)
+}
+
 func TestColumnMapping(t *testing.T) {
 	ctx := context.Background()
 	// Name mode: partition values keyed by physical name.

@@ -35,6 +35,14 @@ type Options struct {
 	// CachedDeletionVectors is how many decoded deletion vectors are
 	// kept (default 256).
 	CachedDeletionVectors int
+	// CatalogManaged accepts the catalogManaged reader feature: set it
+	// only when the storage presents the log as the table's catalog has
+	// it, its ratified commits first (catalog/unity does, see
+	// storage.CatalogLog). Without it such a table is refused with
+	// CatalogManagedHint, by default a hint to open it through its
+	// catalog.
+	CatalogManaged     bool
+	CatalogManagedHint string
 
 	// ignoreCheckpoints hides checkpoints from the listing (tests compare
 	// checkpoint replay with commit replay).
@@ -467,7 +475,7 @@ func (t *Table) finish(v int64, st *state, ci *CommitInfo, lst *logListing) (*Sn
 		t.ict = ictFromMetadata(st.metadata)
 		t.mu.Unlock()
 	}
-	if err := CheckProtocol(st.protocol); err != nil {
+	if err := checkProtocol(st.protocol, t.opts); err != nil {
 		return nil, t.err(v, st.protocolFrom, err)
 	}
 	schema, err := ParseSchema(st.metadata.SchemaString)

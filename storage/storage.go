@@ -110,6 +110,17 @@ type Storage interface {
 	Location() string
 }
 
+// CatalogLog is implemented by a Storage opened through its table's
+// catalog (catalog/unity). CatalogLog reports whether it presents the
+// log as the catalog has it (a catalog-managed table: the catalog's
+// ratified commits under their _delta_log names, nothing past the
+// catalog's latest version) and, when it does not, why (for the refusal
+// of a catalog-managed log). Log replay accepts the catalogManaged reader
+// feature only from a storage that presents the catalog's log.
+type CatalogLog interface {
+	CatalogLog() (presented bool, why string)
+}
+
 // IsTableWide reports whether err is about the table as a whole rather
 // than one object: its bucket is missing, its credentials are refused.
 // Backends mark such errors with a TableWide() bool method. A missing

@@ -96,7 +96,11 @@ func Open(ctx context.Context, opts Options) (*Table, error) {
 	}
 	t := &Table{Location: opts.Location, Store: st, counted: &countingStorage{Storage: st}}
 	var err error
-	if t.Log, err = snapshot.Open(ctx, t.counted); err != nil {
+	var logOpts snapshot.Options
+	if cl, ok := st.(storage.CatalogLog); ok {
+		logOpts.CatalogManaged, logOpts.CatalogManagedHint = cl.CatalogLog()
+	}
+	if t.Log, err = snapshot.OpenWithOptions(ctx, t.counted, logOpts); err != nil {
 		_ = t.Close()
 		if opts.Spec == nil {
 			return nil, err

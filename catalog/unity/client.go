@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/deltafs/deltafs/internal/httpjson"
@@ -19,7 +20,7 @@ import (
 	"github.com/dustin/go-humanize"
 )
 
-// Client calls the two endpoints deltafs needs. Safe for concurrent use.
+// Client calls the endpoints deltafs needs. Safe for concurrent use.
 type Client struct {
 	cfg  Config
 	http *http.Client
@@ -129,6 +130,98 @@ func (c *Client) TemporaryTableCredentials(ctx context.Context, tableID string) 
 	return tc, err
 }
 
+// LoadTableResponse is the part of the Delta REST API's loadTable answer
+// deltafs uses (delta.yaml, DeltaLoadTableResponse).
+type LoadTableResponse struct {
+	Metadata struct {
+		TableUUID  string            `json:"table-uuid"`
+		Location   string            `json:"location"`
+		Properties map[string]string `json:"properties"`
+	} `json:"metadata"`
+	// Commits are the ratified commits not yet published, newest first.
+	Commits []DeltaCommit `json:"commits"`
+	// LatestTableVersion is the latest ratified version (nil: absent).
+	LatestTableVersion *int64 `json:"latest-table-version"`
+}
+
+// DeltaCommit is one ratified commit (delta.yaml, DeltaCommit). Version
+// and FileSize are pointers: the fields are required, and a zero must not
+// stand in for an absent one.
+type DeltaCommit struct {
+	Version   *int64 `json:"version"`
+	Timestamp int64  `json:"timestamp"` // in-commit timestamp, epoch ms
+	// FileName is the staged commit's name under
+	// _delta_log/_staged_commits/.
+	FileName string `json:"file-name"`
+	FileSize *int64 `json:"file-size"`
+}
+
+// CatalogManaged reports whether the catalog says the table is
+// catalog-managed: its properties carry delta.feature.catalogManaged, as
+// the server derives them from the table's protocol.
+func (r LoadTableResponse) CatalogManaged() bool {
+	v := strings.ToLower(r.Metadata.Properties["delta.feature.catalogManaged"])
+	return v == "supported" || v == "enabled"
+}
+
+// LoadTable is the Delta REST API's GET
+// /delta/v1/catalogs/{catalog}/schemas/{schema}/tables/{table}.
+func (c *Client) LoadTable(ctx context.Context, fullName string) (LoadTableResponse, error) {
+	var lt LoadTableResponse
+	parts := strings.SplitN(fullName, ".", 3)
+	if len(parts) != 3 {
+		return lt, fmt.Errorf("%s: want catalog.schema.table", fullName)
+	}
+	path := "/delta/v1/catalogs/" + url.PathEscape(parts[0]) + "/schemas/" + url.PathEscape(parts[1]) + "/tables/" + url.PathEscape(parts[2])
+	err := c.call(ctx, http.MethodGet, path, nil, &lt)
+	return lt, err
+}
+
+// NoDeltaAPI reports whether err says the catalog does not serve the
+// Delta REST API for the table (no such endpoint: 404 other than a
+// missing table, 405, 501; or 400 UnsupportedTableFormatException, after
+// which delta.yaml says to fall back to the Unity Catalog API).
+func NoDeltaAPI(err error) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.Status {
+	case http.StatusNotFound:
+		switch ae.Code {
+		case "NoSuchTableException", "NoSuchSchemaException", "NoSuchCatalogException", "NotFoundException":
+			return false
+		}
+		return true
+	case http.StatusMethodNotAllowed, http.StatusNotImplemented:
+		return true
+	case http.StatusBadRequest:
+		return ae.Code == "UnsupportedTableFormatException"
+	}
+	return false
+}
+
+// decodeError reads an error answer: Unity Catalog's {"error_code",
+// "message"} or the Delta REST API's {"error": {"type", "message"}}.
+func decodeError(status int, data []byte) *APIError {
+	ae := httpjson.Decode(status, data, "error_code")
+	if ae.Code == "" && ae.Message == "" {
+		var d struct {
+			Error struct {
+				Type    string `json:"type"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(data, &d) == nil {
+			ae.Code, ae.Message = d.Error.Type, d.Error.Message
+		}
+	}
+	if len(ae.Message) > 300 {
+		ae.Message = ae.Message[:300] + "..."
+	}
+	return ae
+}
+
 // call sends one request, retrying connection failures, 429 and 5xx with
 // jittered backoff (at most Attempts attempts).
 func (c *Client) call(ctx context.Context, method, path string, in, out any) error {
@@ -207,10 +300,7 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte, 
 		return false, fmt.Errorf("the answer is longer than %s", humanize.IBytes(maxAnswer))
 	}
 	if resp.StatusCode != http.StatusOK {
-		ae := httpjson.Decode(resp.StatusCode, data, "error_code")
-		if len(ae.Message) > 300 {
-			ae.Message = ae.Message[:300] + "..."
-		}
+		ae := decodeError(resp.StatusCode, data)
 		return resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500, ae
 	}
 	if err := json.Unmarshal(data, out); err != nil {

@@ -25,6 +25,38 @@
 //     which the backend then uses for every request, and nothing else.
 //     s3a:// and s3n:// locations are read as s3://.
 //
+// # Catalog-managed tables
+//
+// Open also calls the Delta REST API's loadTable (delta.yaml, GET
+// /delta/v1/catalogs/{catalog}/schemas/{schema}/tables/{table}): a table
+// whose properties carry delta.feature.catalogManaged is catalog-managed
+// (the Delta protocol's "Catalog-managed tables"), and its storage is
+// then a catalogLog (commits.go) that presents the log as the catalog has
+// it: at every listing of the log it asks loadTable again (within
+// LoadTimeout), lists each ratified commit v of the answer as
+// _delta_log/<v>.json read from its staged file, and lists nothing past
+// latest-table-version. Log replay accepts the catalogManaged feature
+// from such a storage only (storage.CatalogLog, snapshot.Options
+// .CatalogManaged); by path it stays refused with a hint to use uc://.
+// A catalog without the Delta REST API (404 other than a missing table,
+// 405, 501, or 400 UnsupportedTableFormatException) serves tables from
+// their logs alone.
+//
+// Fail closed: a ratified commit whose staged file is missing, of
+// another size than file-size, named for another version or not a
+// <version>.<uuid>.json name fails that version (and the later ones) as
+// corrupt; so does a published _delta_log/<v>.json that is not byte for
+// byte the catalog's commit v (the protocol makes the catalog's commit
+// authoritative; a published commit is a copy of it, so a difference is a
+// corrupt table, not a choice between two). An answer that skips a
+// version, ratifies one twice, contradicts its latest-table-version (or
+// gives none with no commits), goes back, or re-ratifies a version as
+// another file is refused: at open, the table; later, that listing (the
+// last accepted answer stays). A refusal of loadTable (401, 403, 404: the
+// table dropped) fails every request of the table at once, until
+// loadTable answers again. Inline commits (content stored by the catalog)
+// are not part of delta.yaml and are not read.
+//
 // The storage keeps the uc:// name in messages (Table.Location); the
 // backend's own errors name the object's cloud location.
 //
@@ -72,9 +104,11 @@
 //
 //   - all.yaml defines no error body; errors are read as Unity Catalog OSS
 //     and Databricks send them, {"error_code": ..., "message": ...}.
-//   - Only getTable and generateTemporaryTableCredentials are used; the
-//     Delta REST API of delta.yaml (config, load table) is not: getTable
-//     already gives what a reader needs, on Databricks and OSS alike.
+//   - getTable and generateTemporaryTableCredentials of all.yaml are
+//     used, and loadTable of delta.yaml (for catalog-managed tables); the
+//     Delta REST API's config and credentials endpoints are not: getTable
+//     and the temporary credentials already give what a reader needs, on
+//     Databricks and OSS alike.
 //   - No official Go client: the Databricks SDK for Go
 //     (databricks-sdk-go) covers Databricks' whole API with dozens of
 //     dependencies, and Unity Catalog OSS publishes no Go client; two

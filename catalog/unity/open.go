@@ -48,6 +48,29 @@ func Open(ctx context.Context, location string, opts storage.Options) (storage.S
 	if ti.TableID == "" || ti.StorageLocation == "" {
 		return nil, fmt.Errorf("%s: the catalog gave no table_id or storage_location (a view?)", location)
 	}
+	// Table discovery (the Delta protocol's "Table Discovery"): the Delta
+	// REST API's loadTable says whether the table is catalog-managed and
+	// gives its ratified commits. A catalog without that API serves
+	// tables from their logs alone (a catalog-managed log is then
+	// refused by log replay, naming the feature).
+	load := func(ctx context.Context) (LoadTableResponse, error) { return c.LoadTable(ctx, full) }
+	describeLoad := func(err error) string {
+		return fmt.Sprintf("%s (%v)", describeCall("loading the table's commits", cfg, err), err)
+	}
+	lctx, cancel := context.WithTimeout(ctx, LoadTimeout)
+	lt, err := load(lctx)
+	cancel()
+	managed, unmanaged := false, ""
+	switch {
+	case err == nil:
+		managed = lt.CatalogManaged()
+		unmanaged = "its catalog does not say it is catalog-managed (no delta.feature.catalogManaged in the Delta REST API's loadTable), so it gives none of the table's newest commits"
+	case NoDeltaAPI(err):
+		unmanaged = "its catalog has no Delta REST API (loadTable) to give the table's newest commits"
+		slog.Debug("unity catalog: no Delta REST API (loadTable): reading the table's log alone", "table", location, "err", err)
+	default:
+		return nil, fmt.Errorf("%s: %s", location, describeLoad(err))
+	}
 	loc := normalizeLocation(ti.StorageLocation)
 	if err := storage.CheckStorageLocation(loc); err != nil {
 		// A table stored at uc://itself would open itself without end.
@@ -69,8 +92,19 @@ func Open(ctx context.Context, location string, opts storage.Options) (storage.S
 		vended.Close()
 		return nil, fmt.Errorf("%s: storage location %s: %w", location, loc, err)
 	}
-	slog.Debug("unity catalog: table resolved", "table", location, "storage_location", loc, "table_id", ti.TableID)
-	return &Table{Storage: st, loc: location, vended: vended}, nil
+	if managed {
+		cl, err := newCatalogLog(ctx, st, location, lt, load, describeLoad)
+		if err != nil {
+			vended.Close()
+			if c, ok := st.(io.Closer); ok {
+				c.Close()
+			}
+			return nil, err
+		}
+		st = cl
+	}
+	slog.Debug("unity catalog: table resolved", "table", location, "storage_location", loc, "table_id", ti.TableID, "catalog_managed", managed)
+	return &Table{Storage: st, loc: location, vended: vended, managed: managed, unmanaged: unmanaged}, nil
 }
 
 // describeCall says what failed and, for a refusal, what to check.
@@ -106,9 +140,17 @@ func normalizeLocation(loc string) string {
 // Table is a table opened by name: its storage, named uc://... .
 type Table struct {
 	storage.Storage
-	loc    string
-	vended *Vended
+	loc     string
+	vended  *Vended
+	managed bool // catalog-managed: Storage is its catalogLog
+	// unmanaged says why the catalog gives no commits, when it does not.
+	unmanaged string
 }
+
+// CatalogLog reports whether the table is catalog-managed, its log
+// presented as the catalog has it, and else why its catalog gives no
+// commits (storage.CatalogLog).
+func (t *Table) CatalogLog() (bool, string) { return t.managed, t.unmanaged }
 
 // Location is uc://catalog.schema.table.
 func (t *Table) Location() string { return t.loc }

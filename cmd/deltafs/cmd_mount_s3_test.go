@@ -153,21 +153,28 @@ func mountedTree(t *testing.T, bin, table string, flags ...string) (tree map[str
 	}
 	tree = map[string][]string{}
 	for _, v := range versions {
-		lines := []string{}
-		for k := range 2 {
-			sd := filepath.Join(mnt, "version", v.Name(), "shard", fmt.Sprint(k))
-			for _, p := range samplesUnder(t, sd) {
-				b, err := os.ReadFile(filepath.Join(sd, p))
-				if err != nil {
-					t.Fatalf("%s version %s: %s: %v", table, v.Name(), p, err)
-				}
-				lines = append(lines, fmt.Sprintf("%d/%s %x", k, p, sha256.Sum256(b)))
-			}
-		}
-		sort.Strings(lines)
-		tree[v.Name()] = lines
+		tree[v.Name()] = versionTree(t, mnt, v.Name())
 	}
 	return tree, ""
+}
+
+// versionTree is one version's sample files on a mount of two shards, as
+// sorted "shard/path sha256" lines.
+func versionTree(t *testing.T, mnt, version string) []string {
+	t.Helper()
+	lines := []string{}
+	for k := range 2 {
+		sd := filepath.Join(mnt, "version", version, "shard", fmt.Sprint(k))
+		for _, p := range samplesUnder(t, sd) {
+			b, err := os.ReadFile(filepath.Join(sd, p))
+			if err != nil {
+				t.Fatalf("%s version %s: %s: %v", mnt, version, p, err)
+			}
+			lines = append(lines, fmt.Sprintf("%d/%s %x", k, p, sha256.Sum256(b)))
+		}
+	}
+	sort.Strings(lines)
+	return lines
 }
 
 // compareS3Table checks one table: log --json and the mounted tree over

@@ -1,6 +1,8 @@
-// Package unitytest is a Unity Catalog server for tests: the two endpoints
+// Package unitytest is a Unity Catalog server for tests: the endpoints
 // deltafs calls (GET /tables/{full_name}, POST
-// /temporary-table-credentials, under /api/2.1/unity-catalog), with the
+// /temporary-table-credentials, under /api/2.1/unity-catalog, and the
+// Delta REST API's loadTable with the ratified commits of catalog-managed
+// tables: managed.go), with the
 // field names, status codes and error bodies of the OpenAPI specification
 // (shared/reference/unity-catalog/all.yaml) and of Unity Catalog OSS's
 // errors ({"error_code": "PERMISSION_DENIED", "message": ...}), and an STS
@@ -52,6 +54,13 @@ type Server struct {
 	Expired  atomic.Int64 // S3 requests refused: expired session
 	Refused  atomic.Int64 // S3 requests refused: any other authentication failure
 	Accepted atomic.Int64 // S3 requests let through with a vended session
+	Loads    atomic.Int64 // loadTable calls answered
+
+	// LoadDelay delays every loadTable answer; LoadStatus, when not 0,
+	// answers loadTable with that status and a Delta REST API error, or
+	// for 404 as a catalog without the Delta REST API does.
+	LoadDelay  atomic.Int64 // nanoseconds
+	LoadStatus atomic.Int64
 
 	hostile // hostile.go: modes, and the counters Requests and VendRequests
 
@@ -75,6 +84,11 @@ type Server struct {
 type table struct {
 	full, id, location string
 	revoked            bool
+	// managed: catalog-managed, with its ratified unpublished commits
+	// and latest version (-1: the answer omits latest-table-version).
+	managed bool
+	commits []Commit
+	latest  int64
 }
 
 type session struct {
@@ -179,6 +193,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case r.Method == http.MethodGet && strings.HasPrefix(path, "/tables/") && len(r.URL.Path) > len(prefix+"/tables/"):
 		s.getTable(w, strings.TrimPrefix(r.URL.Path, prefix+"/tables/"))
+	case r.Method == http.MethodGet && strings.HasPrefix(path, "/delta/v1/catalogs/"):
+		s.loadTable(w, r, strings.TrimPrefix(r.URL.Path, prefix+"/delta/v1/catalogs/"))
 	case r.Method == http.MethodPost && path == "/temporary-table-credentials":
 		s.vend(w, r)
 	default:
