@@ -10,7 +10,7 @@ BIN      := bin/deltafs
 # release; by default what git describes (the commit, "-dirty" with local
 # changes). Without it the binary reports the Go toolchain's stamp.
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
-LDFLAGS  := $(if $(VERSION),-ldflags "-X main.release=$(VERSION)")
+LDFLAGS  := $(if $(VERSION),-ldflags "-X github.com/deltafs/deltafs/internal/buildinfo.release=$(VERSION)")
 PKGS     := ./...
 # Short fuzz runs in `make test`; `make fuzz FUZZTIME=5m` for longer.
 FUZZTIME ?= 10s
