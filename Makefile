@@ -26,12 +26,21 @@ FUZZ_TARGETS := \
 	./filter FuzzFilter \
 	./internal/attack FuzzAttack
 
-.PHONY: all build test unit fuzz vet demo bench deps clean
+# make install: the binary into $(PREFIX)/bin and its man pages, generated
+# from the command definitions (deltafs man), into $(PREFIX)/share/man/man1.
+PREFIX   ?= /usr/local
+
+.PHONY: all build install test unit fuzz vet demo bench deps clean
 
 all: build
 
 build:
 	$(GO) build $(LDFLAGS) -o $(BIN) ./cmd/deltafs
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/deltafs
+	$(BIN) man $(DESTDIR)$(PREFIX)/share/man/man1
 
 # deps installs what the build and the tests need (gcc, fuse3, Debian's
 # torchvision, Azurite) when missing; demo and bench run it before building.
