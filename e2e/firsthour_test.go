@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -67,10 +68,14 @@ func TestFirstHourImageFolder(t *testing.T) {
 
 	table := filepath.Join(t.TempDir(), "table")
 	out := run(t, bin, "import", tree, table)
-	if !strings.Contains(out, "version 0: created the table with 13 rows") {
-		t.Fatalf("deltafs import printed %q, want version 0 with 13 rows", out)
+	if !regexp.MustCompile(`^version 0: created the table with 13 rows in 1 files \(2\.1 KiB\) in \d+\.\ds\n$`).MatchString(out) {
+		t.Errorf("deltafs import printed %q, want the README's line", out)
 	}
 	mnt := mount(t, bin, table, "--class-column", "label", "--id-column", "path")
+	if ls, err := exec.Command("ls", filepath.Join(mnt, "latest", "shard", "0", "cat")).Output(); err != nil ||
+		strings.Join(strings.Fields(string(ls)), "  ") != "cat%2Fimg_000.png.png  cat%2Fimg_001.png.png  cat%2Fimg_002.png.png  cat%2Fimg_003.png.png" {
+		t.Errorf("ls latest/shard/0/cat: %v %q, want the README's listing", err, ls)
+	}
 
 	const script = `
 import hashlib, json, os, sys
@@ -84,6 +89,11 @@ for i, (path, target) in enumerate(ds.samples):
     out.append([os.path.relpath(path, sys.argv[1]), ds.classes[y], img.size[0], img.size[1], digest])
 print(json.dumps({"classes": ds.classes, "samples": out}))
 `
+	// The README's one-liner, as written there.
+	const readme = `from torchvision import datasets; ds = datasets.ImageFolder("MNT/latest/shard/0"); print(len(ds), ds.classes)`
+	if line, err := exec.Command(python, "-c", strings.Replace(readme, "MNT", mnt, 1)).Output(); err != nil || string(line) != "13 ['cat', 'dog', 'zebra']\n" {
+		t.Errorf("the README's ImageFolder line printed %q (%v), want 13 ['cat', 'dog', 'zebra']", line, err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	res, err := exec.CommandContext(ctx, python, "-c", script, filepath.Join(mnt, "latest", "shard", "0")).Output()
