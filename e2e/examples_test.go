@@ -1,9 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -262,5 +265,28 @@ func TestExamplesCheckPaths(t *testing.T) {
 				t.Errorf("%v: stderr %q, stdout %q; want one line with %q", tc.args, stderr.String(), stdout.String(), tc.want)
 			}
 		})
+	}
+
+	// An ImageFolder of digit classes that is not a mount (folders 0, 1
+	// and no K.tar beside them) is not taken for a list of shards.
+	tree := t.TempDir()
+	for c := 0; c < 2; c++ {
+		for i := 0; i < 2; i++ {
+			var b bytes.Buffer
+			if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 28, 28))); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(tree, fmt.Sprint(c), fmt.Sprintf("%d.png", i))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out := runPython(t, python, 2*time.Minute, "examples/mnist/train.py", tree, "--max-steps", "1", "--workers", "0", "--threads", "1")
+	if !strings.Contains(out, "4 samples in 2 classes from "+tree) {
+		t.Errorf("train.py over an ImageFolder of digit classes:\n%s", out)
 	}
 }

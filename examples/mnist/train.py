@@ -62,7 +62,10 @@ def _kind(path):
         return "mount"
     if {"shard", "_commit.json"} <= names:
         return "version"
-    if names and all(n.removesuffix(".tar").isdigit() for n in names):
+    # Every shard K is listed twice, K/ and K.tar: a tree of class
+    # folders 0..9 (an ImageFolder of digits) is not a shard list.
+    dirs = {n for n in names if n.isdigit()}
+    if dirs and names == dirs | {n + ".tar" for n in dirs}:
         return "shards"
     return None
 
@@ -76,14 +79,13 @@ def shard_dir(path, prog):
     real = os.path.realpath(path)
     if not os.path.isdir(real):
         sys.exit(f"{prog}: {path}: not a directory; pass one shard of a deltafs mount, e.g. MOUNT/latest/shard/0")
-    hint = {
-        "mount": "the mount point",
-        "version": "a table version",
-        "shards": "the list of shards",
-    }.get(_kind(real))
-    if hint:
-        shard = {"mount": "latest/shard/0", "version": "shard/0", "shards": "0"}[_kind(real)]
-        sys.exit(f"{prog}: {path} is {hint}, not a shard: pass one shard, "
+    what, shard = {
+        "mount": ("the mount point", "latest/shard/0"),
+        "version": ("a table version", "shard/0"),
+        "shards": ("the list of shards", "0"),
+    }.get(_kind(real), (None, None))
+    if what:
+        sys.exit(f"{prog}: {path} is {what}, not a shard: pass one shard, "
                  f"e.g. {os.path.join(path, shard)} (ImageFolder would read its entries as classes)")
     return real
 
