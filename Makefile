@@ -10,7 +10,7 @@ BIN      := bin/deltafs
 # release; by default what git describes (the commit, "-dirty" with local
 # changes). Without it the binary reports the Go toolchain's stamp.
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null)
-LDFLAGS  := $(if $(VERSION),-ldflags "-X main.release=$(VERSION)")
+LDFLAGS  := $(if $(VERSION),-ldflags "-X github.com/deltafs/deltafs/internal/buildinfo.release=$(VERSION)")
 PKGS     := ./...
 # Short fuzz runs in `make test`; `make fuzz FUZZTIME=5m` for longer.
 FUZZTIME ?= 10s
@@ -31,12 +31,21 @@ FUZZ_TARGETS := \
 	./catalog/unity FuzzLoadTableAnswer \
 	./internal/attack FuzzAttack
 
-.PHONY: all build test unit fuzz vet demo bench deps clean
+# make install: the binary into $(PREFIX)/bin and its man pages, generated
+# from the command definitions (deltafs man), into $(PREFIX)/share/man/man1.
+PREFIX   ?= /usr/local
+
+.PHONY: all build install test unit fuzz vet demo bench deps clean
 
 all: build
 
 build:
 	$(GO) build $(LDFLAGS) -o $(BIN) ./cmd/deltafs
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/deltafs
+	$(BIN) man $(DESTDIR)$(PREFIX)/share/man/man1
 
 # deps installs what the build and the tests need (gcc, fuse3, Debian's
 # torchvision, Azurite) when missing; demo and bench run it before building.

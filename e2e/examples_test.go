@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -207,5 +211,82 @@ func TestExampleTar(t *testing.T) {
 	}
 	if !regexp.MustCompile(`(?m)^(\[default0\]:)?epoch 1: accuracy [01]\.\d{4}, \d+ samples/s$`).MatchString(out) {
 		t.Errorf("train_tar.py under torch.distributed prints no accuracy:\n%s", out)
+	}
+}
+
+// TestExamplesCheckPaths: the examples refuse, before training, a path
+// one level too high (ImageFolder would train on the shard numbers, or on
+// "shard", as classes) and a mount with fewer shards than ranks (rank 2 of
+// 3 would fail with FileNotFoundError .../shard/2), each with one line
+// saying what to pass, and exit 1. The DDP scripts check before joining
+// the process group (so WORLD_SIZE, as torch.distributed.run sets it, is
+// all they need to refuse).
+func TestExamplesCheckPaths(t *testing.T) {
+	python := needTorchvision(t)
+	bin := buildDeltafs(t)
+	m := mnistMount(t, bin, 2)
+	latest := filepath.Join(m.Dir, "latest")
+	for _, tc := range []struct {
+		name  string
+		world string
+		args  []string
+		want  string
+	}{
+		{"shard list", "", []string{"examples/mnist/train.py", filepath.Join(latest, "shard")},
+			"train.py: " + filepath.Join(latest, "shard") + " is the list of shards, not a shard: pass one shard, e.g. " + filepath.Join(latest, "shard", "0")},
+		{"version", "", []string{"examples/mnist/train.py", latest},
+			"train.py: " + latest + " is a table version, not a shard: pass one shard, e.g. " + filepath.Join(latest, "shard", "0")},
+		{"mount point", "", []string{"examples/mnist/train.py", m.Dir, "--epochs", "1"},
+			"train.py: " + m.Dir + " is the mount point, not a shard: pass one shard, e.g. " + filepath.Join(latest, "shard", "0")},
+		{"val too high", "", []string{"examples/mnist/train.py", filepath.Join(latest, "shard", "0"), "--val", filepath.Join(latest, "shard")},
+			"is the list of shards, not a shard"},
+		{"ddp shard", "2", []string{"examples/ddp/train_ddp.py", filepath.Join(latest, "shard", "0")},
+			"train_ddp.py: " + filepath.Join(latest, "shard", "0") + " is not a deltafs mount point (no latest and version/ in it): pass the directory given to `deltafs mount`"},
+		{"ddp too few shards", "3", []string{"examples/ddp/train_ddp.py", m.Dir},
+			"train_ddp.py: " + m.Dir + " has 2 shards but the job has 3 ranks: mount it with --shards 3 (one shard per rank), or run 2 ranks"},
+		{"tar too few shards", "3", []string{"examples/tar/train_tar.py", "--mount", m.Dir},
+			"train_tar.py: " + m.Dir + " has 2 shards but the job has 3 ranks: mount it with --shards 3"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, python, tc.args...)
+			cmd.Dir = ".."
+			cmd.Env = append(os.Environ(), "OMP_NUM_THREADS=1", "WORLD_SIZE="+tc.world, "RANK=0", "MASTER_ADDR=127.0.0.1", "MASTER_PORT=1")
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+				t.Fatalf("%v: %v (context: %v), want exit 1\nstdout:\n%s\nstderr:\n%s", tc.args, err, ctx.Err(), stdout.String(), stderr.String())
+			}
+			line := strings.TrimSpace(stderr.String())
+			if strings.Contains(line, "\n") || !strings.Contains(line, tc.want) || stdout.Len() != 0 {
+				t.Errorf("%v: stderr %q, stdout %q; want one line with %q", tc.args, stderr.String(), stdout.String(), tc.want)
+			}
+		})
+	}
+
+	// An ImageFolder of digit classes that is not a mount (folders 0, 1
+	// and no K.tar beside them) is not taken for a list of shards.
+	tree := t.TempDir()
+	for c := 0; c < 2; c++ {
+		for i := 0; i < 2; i++ {
+			var b bytes.Buffer
+			if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, 28, 28))); err != nil {
+				t.Fatal(err)
+			}
+			p := filepath.Join(tree, fmt.Sprint(c), fmt.Sprintf("%d.png", i))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out := runPython(t, python, 2*time.Minute, "examples/mnist/train.py", tree, "--max-steps", "1", "--workers", "0", "--threads", "1")
+	if !strings.Contains(out, "4 samples in 2 classes from "+tree) {
+		t.Errorf("train.py over an ImageFolder of digit classes:\n%s", out)
 	}
 }

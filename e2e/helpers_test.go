@@ -7,39 +7,17 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
 )
 
-var (
-	buildOnce sync.Once
-	binPath   string
-	buildErr  error
-)
+// TestMain removes the deltafs binary the tests build.
+func TestMain(m *testing.M) { os.Exit(mounttest.Tests(m).Run()) }
 
-// buildDeltafs builds the deltafs binary once per test run.
-func buildDeltafs(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "deltafs-e2e-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "deltafs")
-		out, err := exec.Command("go", "build", "-o", binPath, "../cmd/deltafs").CombinedOutput()
-		if err != nil {
-			buildErr = errors.New(string(out))
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("go build: %v", buildErr)
-	}
-	return binPath
-}
+// buildDeltafs builds the deltafs binary once per test run (mounttest.Binary).
+func buildDeltafs(t *testing.T) string { return mounttest.Binary(t) }
 
 // needTorchvision returns Debian's python3 with torchvision, or fails the test
 // (make test installs it; a missing torchvision is a broken set-up, not a skip).

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/extents"
+	"github.com/deltafs/deltafs/internal/mounttest"
 	"github.com/ebitengine/purego"
 )
 
@@ -28,7 +29,7 @@ var fakeBuild struct {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := mounttest.Tests(m).Run() // and removes the deltafs binary it built
 	if fakeBuild.dir != "" {
 		os.RemoveAll(fakeBuild.dir)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/deltafs/deltafs/internal/buildinfo"
 	"github.com/deltafs/deltafs/storage"
 )
 
@@ -51,7 +52,7 @@ func writerOptions(cols []column, schema *parquet.Schema) []parquet.WriterOption
 		schema,
 		parquet.Compression(&parquet.Snappy),
 		parquet.PageBufferSize(pageBufferSize),
-		parquet.CreatedBy("deltafs", Version(), ""),
+		parquet.CreatedBy("deltafs", buildinfo.Version(), ""),
 	}
 	for _, c := range cols {
 		if c.kind == kBinary {

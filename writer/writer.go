@@ -10,6 +10,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/deltafs/deltafs/internal/buildinfo"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )
@@ -46,7 +47,7 @@ type Options struct {
 	// max(IDColumn)+1 of the version read, +2, ... in order (0 for an empty
 	// table), whatever value they carry. "" leaves every column as given.
 	IDColumn string
-	// EngineInfo is commitInfo.engineInfo ("deltafs/<Version()>" when "").
+	// EngineInfo is commitInfo.engineInfo ("deltafs/" and internal/buildinfo's version when "").
 	EngineInfo string
 	// MaxAttempts bounds the commit attempts when other writers keep
 	// taking the next version (DefaultMaxAttempts when 0).
@@ -145,7 +146,7 @@ func newWrite(ctx context.Context, st storage.Storage, schema *snapshot.StructTy
 		opts.MaxAttempts = DefaultMaxAttempts
 	}
 	if opts.EngineInfo == "" {
-		opts.EngineInfo = "deltafs/" + Version()
+		opts.EngineInfo = "deltafs/" + buildinfo.Version()
 	}
 	cols, err := columns(schema)
 	if err != nil {

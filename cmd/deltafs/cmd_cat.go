@@ -54,7 +54,8 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 	f := c.Flags()
 	o.versionFlags.addFlags(f, "print", true)
 	f.StringVar(&o.columns, "columns", "", "comma-separated columns to print, in that order (default: all)")
-	f.Int64Var(&o.limit, "limit", -1, "print at most this many rows (default: all)")
+	o.limit = -1
+	f.Var(unsetInt[int64]{&o.limit}, "limit", "print at most this many rows (default: all)")
 	f.StringVar(&o.where, "where", "", whereHelp)
 	return c
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/deltafs/deltafs/csi"
+	"github.com/deltafs/deltafs/internal/buildinfo"
 )
 
 func init() { rootCmd.AddCommand(newCSICmd()) }
@@ -38,7 +39,7 @@ Runs until SIGINT or SIGTERM; the mounts it made keep serving.`,
 			if err != nil {
 				return err
 			}
-			d, err := csi.New(csi.Config{NodeID: nodeID, StateDir: stateDir, Binary: bin, Version: versionLine()})
+			d, err := csi.New(csi.Config{NodeID: nodeID, StateDir: stateDir, Binary: bin, Version: buildinfo.Line()})
 			if err != nil {
 				return err
 			}

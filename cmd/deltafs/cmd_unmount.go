@@ -18,8 +18,10 @@ func newUnmountCmd() *cobra.Command {
 		Short: "Unmount a deltafs mount (also a stale one whose server died)",
 		Long: `Unmount MOUNTPOINT with fusermount3 -u; when that fails and deltafs runs as root,
 with umount(2). Only a deltafs mount is unmounted (filesystem type fuse.deltafs in
-/proc/self/mountinfo): anything else at MOUNTPOINT, or nothing, is refused with exit 1. --lazy detaches the mount now and lets it go when the last open file
-closes (fusermount3 -u -z, MNT_DETACH), which also clears a stale mount ("transport
+/proc/self/mountinfo): anything else at MOUNTPOINT, or nothing, is refused with exit 1.
+
+--lazy detaches the mount now and lets it go when the last open file closes
+(fusermount3 -u -z, MNT_DETACH), which also clears a stale mount ("transport
 endpoint is not connected") that is still in use.
 
 Exit status: 0 when MOUNTPOINT is no longer mounted, 1 on any error, 2 on bad usage.`,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -13,8 +14,11 @@ import (
 
 // TestVersion: `deltafs --version` and `deltafs version` print the same
 // single line: the version, then (what the build recorded and) the Go
-// version and platform; a release build (-X main.release) prints its
-// release. Commands whose --version is a table version keep it.
+// version and platform; a release build (-X .../internal/buildinfo.release,
+// as `make build VERSION=...` stamps it) prints its release, and its
+// `deltafs import` records the same release in the commit's engineInfo and
+// the data files' created_by. Commands whose --version is a table version
+// keep it.
 func TestVersion(t *testing.T) {
 	tail := regexp.QuoteMeta(runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + ")")
 	line := regexp.MustCompile(`^deltafs (\S+) \((commit [0-9a-f]{12}(, [^;]+)?; )?` + tail + "\n$")
@@ -37,7 +41,7 @@ func TestVersion(t *testing.T) {
 
 	// A release build says its release.
 	bin := filepath.Join(t.TempDir(), "deltafs")
-	build := exec.Command("go", "build", "-ldflags", "-X main.release=v9.8.7-test", "-o", bin, "./cmd/deltafs")
+	build := exec.Command("go", "build", "-ldflags", "-X github.com/deltafs/deltafs/internal/buildinfo.release=v9.8.7-test", "-o", bin, "./cmd/deltafs")
 	build.Dir = testkit.ModuleRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
@@ -45,5 +49,25 @@ func TestVersion(t *testing.T) {
 	got, err := exec.Command(bin, "--version").CombinedOutput()
 	if err != nil || !line.Match(got) || !strings.HasPrefix(string(got), "deltafs v9.8.7-test (") {
 		t.Errorf("release build: %q %v, want deltafs v9.8.7-test (...)", got, err)
+	}
+
+	table := filepath.Join(t.TempDir(), "t")
+	if out, err := exec.Command(bin, "import", filepath.Join(testkit.ModuleRoot(), "testdata", "mnist", "demo", "demo-2-append.npy.gz"), table).CombinedOutput(); err != nil {
+		t.Fatalf("release build's import: %v\n%s", err, out)
+	}
+	commit, err := os.ReadFile(filepath.Join(table, "_delta_log", "00000000000000000000.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(commit), `"engineInfo":"deltafs/v9.8.7-test"`) {
+		t.Errorf("release build's import commit does not record engineInfo deltafs/v9.8.7-test:\n%s", commit)
+	}
+	files, _ := filepath.Glob(filepath.Join(table, "*.parquet"))
+	if len(files) == 0 {
+		t.Fatalf("release build's import wrote no data file in %s", table)
+	}
+	data, err := os.ReadFile(files[0])
+	if err != nil || !strings.Contains(string(data), "deltafs version v9.8.7-test") {
+		t.Errorf("release build's data file %s: created_by does not name v9.8.7-test (%v)", files[0], err)
 	}
 }

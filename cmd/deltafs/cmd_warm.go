@@ -67,7 +67,8 @@ bad usage.`,
 	}
 	f := c.Flags()
 	o.versionFlags.addFlags(f, "warm", false)
-	f.IntVar(&o.shard, "shard", -1, "warm only this shard (0 .. --shards-1; default: all)")
+	o.shard = -1
+	f.Var(unsetInt[int]{&o.shard}, "shard", "warm only this shard (0 .. --shards-1; default: all)")
 	f.IntVar(&o.parallel, "parallel", 4, "samples read at once")
 	f.BoolVar(&o.quiet, "quiet", false, "no progress bar")
 	o.specFlags.addFlags(f)

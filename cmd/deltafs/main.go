@@ -112,6 +112,19 @@ var (
 	downAfter  time.Duration
 )
 
+// exitLine is the line a command ends with. An endpoint that went down
+// is named without its "; retrying every 5s": a mount's reads retry it, a
+// command that has ended does not (the stores copy the *remote.Unreachable
+// message into their errors' reasons, once).
+func exitLine(err error) string {
+	line := err.Error()
+	var ue *remote.Unreachable
+	if errors.As(err, &ue) {
+		line = strings.Replace(line, ue.Error(), ue.Ended(), 1)
+	}
+	return line
+}
+
 // usageError marks errors in how the command was called (exit status 2).
 type usageError struct{ error }
 
@@ -144,7 +157,7 @@ func main() {
 		if ierr := interruption(ctx); ierr != nil && errors.Is(err, context.Canceled) {
 			err = ierr // "interrupted by SIGTERM", not where the context was seen
 		}
-		fmt.Fprintf(os.Stderr, "deltafs: %s\n", secret.Redact(err.Error()))
+		fmt.Fprintf(os.Stderr, "deltafs: %s\n", secret.Redact(exitLine(err)))
 		var u usageError
 		if errors.As(err, &u) {
 			os.Exit(2)

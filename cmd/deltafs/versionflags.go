@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,8 +29,33 @@ func (o *versionFlags) addFlags(f *pflag.FlagSet, verb string, latest bool) {
 	if latest {
 		help += " (default: the latest)"
 	}
-	f.Int64Var(&o.version, "version", -1, help)
-	f.StringVar(&o.at, "at", "", verb+" the version current at TIME (Unix milliseconds, RFC 3339, or a time as `deltafs log` prints it, UTC)")
+	o.version = -1
+	f.Var(unsetInt[int64]{&o.version}, "version", help)
+	// `TIME` in back quotes is the placeholder the help shows (--at TIME).
+	f.StringVar(&o.at, "at", "", verb+" the version current at `TIME` (Unix milliseconds, RFC 3339, or a time as deltafs log prints it, UTC)")
+}
+
+// unsetInt is an integer flag whose value before it is given, -1, means
+// what its usage text says ("default: all", "default: the latest"): its
+// help line shows no "(default -1)" after that.
+type unsetInt[T int | int64] struct{ p *T }
+
+func (v unsetInt[T]) Type() string { return "int" }
+
+func (v unsetInt[T]) String() string {
+	if v.p == nil || *v.p < 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64(*v.p), 10)
+}
+
+func (v unsetInt[T]) Set(s string) error {
+	n, err := strconv.ParseInt(s, 0, 64)
+	if err != nil || int64(T(n)) != n {
+		return errors.New("want a whole number")
+	}
+	*v.p = T(n)
+	return nil
 }
 
 // check validates the flags of cmd and parses --at; errors are

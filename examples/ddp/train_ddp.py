@@ -27,7 +27,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "mnist"))
-from train import Net, accuracy, loader, train_epoch  # noqa: E402
+from train import Net, accuracy, check_mount, loader, train_epoch  # noqa: E402
 
 
 def main():
@@ -41,6 +41,10 @@ def main():
                    help="stop each epoch after this many batches, and measure accuracy on as many")
     args = p.parse_args()
 
+    # Before joining the group, so that every rank exits with the same
+    # line rather than waiting for one that has: the mount point, with a
+    # shard for every rank (torch.distributed.run sets WORLD_SIZE).
+    check_mount(args.mount, args.version, int(os.environ.get("WORLD_SIZE", "1")), os.path.basename(sys.argv[0]))
     dist.init_process_group("gloo")
     rank, world = dist.get_rank(), dist.get_world_size()
     torch.manual_seed(0)

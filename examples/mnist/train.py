@@ -20,6 +20,7 @@ training data).
 """
 import argparse
 import os
+import sys
 import time
 
 import torch
@@ -47,6 +48,70 @@ class Net(nn.Module):
         x = torch.flatten(self.dropout1(x), 1)
         x = self.dropout2(F.relu(self.fc1(x)))
         return F.log_softmax(self.fc2(x), dim=1)
+
+
+def _kind(path):
+    """What a deltafs path is, from its entries: "mount" (latest, version/),
+    "version" (shard/, _commit.json), "shards" (0, 1, ... and 0.tar, ...:
+    a version's shard/), else None (a shard, or not deltafs's)."""
+    try:
+        names = set(os.listdir(path))
+    except OSError:
+        return None
+    if {"latest", "version"} <= names:
+        return "mount"
+    if {"shard", "_commit.json"} <= names:
+        return "version"
+    # Every shard K is listed twice, K/ and K.tar: a tree of class
+    # folders 0..9 (an ImageFolder of digits) is not a shard list.
+    dirs = {n for n in names if n.isdigit()}
+    if dirs and names == dirs | {n + ".tar" for n in dirs}:
+        return "shards"
+    return None
+
+
+def shard_dir(path, prog):
+    """Returns path, resolved (a MOUNT/latest link pinned to its version),
+    when it is one shard of a mount, e.g. MOUNT/latest/shard/0. Exits with
+    one line saying what to pass when it is the mount point, a version or
+    the shard list: ImageFolder would take their entries (shard numbers,
+    "shard") for classes."""
+    real = os.path.realpath(path)
+    if not os.path.isdir(real):
+        sys.exit(f"{prog}: {path}: not a directory; pass one shard of a deltafs mount, e.g. MOUNT/latest/shard/0")
+    what, shard = {
+        "mount": ("the mount point", "latest/shard/0"),
+        "version": ("a table version", "shard/0"),
+        "shards": ("the list of shards", "0"),
+    }.get(_kind(real), (None, None))
+    if what:
+        sys.exit(f"{prog}: {path} is {what}, not a shard: pass one shard, "
+                 f"e.g. {os.path.join(path, shard)} (ImageFolder would read its entries as classes)")
+    return real
+
+
+def check_mount(mount, version, world, prog):
+    """Exits with one line saying what to pass unless mount is a deltafs
+    mount point whose versions have at least world shards (one per rank);
+    version is a version number, or None for the latest. Returns the
+    number of shards."""
+    kind = _kind(os.path.realpath(mount))
+    if kind != "mount":
+        sys.exit(f"{prog}: {mount} is not a deltafs mount point (no latest and version/ in it): "
+                 "pass the directory given to `deltafs mount`, e.g. /mnt/mnist")
+    version = version if version is not None else os.path.basename(os.readlink(os.path.join(mount, "latest")))
+    shards = os.path.join(mount, "version", str(version), "shard")
+    try:
+        n = sum(1 for e in os.listdir(shards) if e.isdigit())
+    except OSError as e:
+        sys.exit(f"{prog}: {shards}: {e.strerror}")
+    if n < world:
+        sys.exit(f"{prog}: {mount} has {n} shard{'s' if n != 1 else ''} but the job has {world} ranks: "
+                 f"mount it with --shards {world} (one shard per rank), or run {n} rank{'s' if n != 1 else ''}")
+    if n > world:
+        print(f"{prog}: warning: {mount} has {n} shards and the job {world} ranks: "
+              f"shards {world}..{n - 1} are not trained on (mount with --shards {world})", file=sys.stderr)
+    return n
 
 
 def loader(root, batch_size, workers, shuffle):
@@ -105,10 +170,13 @@ def main():
                    help="stop each epoch after this many batches, and measure accuracy on as many (a quick smoke run)")
     args = p.parse_args()
 
-    # Pin the version: resolve MOUNT/latest (and any other link) once.
-    args.data = os.path.realpath(args.data)
+    # Pin the version: resolve MOUNT/latest (and any other link) once;
+    # refuse a path one level too high (ImageFolder would train on shard
+    # numbers as classes).
+    prog = os.path.basename(sys.argv[0])
+    args.data = shard_dir(args.data, prog)
     if args.val:
-        args.val = os.path.realpath(args.val)
+        args.val = shard_dir(args.val, prog)
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     ds, train = loader(args.data, args.batch_size, args.workers, shuffle=True)

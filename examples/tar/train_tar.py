@@ -38,7 +38,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from torchvision import transforms
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "mnist"))
-from train import Net, accuracy, train_epoch  # noqa: E402
+from train import Net, accuracy, check_mount, train_epoch  # noqa: E402
 
 TF = transforms.Compose([
     transforms.Grayscale(num_output_channels=1),
@@ -117,6 +117,7 @@ def main():
     rank, world, dist = 0, 1, None
     if args.mount:
         import torch.distributed as dist
+        check_mount(args.mount, args.version, int(os.environ.get("WORLD_SIZE", "1")), os.path.basename(sys.argv[0]))
         dist.init_process_group("gloo")
         rank, world = dist.get_rank(), dist.get_world_size()
         version = [args.version]

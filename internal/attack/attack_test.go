@@ -268,6 +268,7 @@ var (
 	targetsOnce sync.Once
 	targetsList []*target
 	targetsErr  error
+	importedDir string // the table buildTargets imports, removed by TestMain
 )
 
 // targets are the tables attacked, with their undamaged outcomes.
@@ -300,6 +301,7 @@ func buildTargets() ([]*target, error) {
 	if err != nil {
 		return nil, err
 	}
+	importedDir = dir
 	st, err := storage.NewLocal(dir)
 	if err != nil {
 		return nil, err

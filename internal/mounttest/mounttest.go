@@ -65,6 +65,25 @@ func Binary(t testing.TB) string {
 	return binPath
 }
 
+// Tests wraps a test package's testing.M so that its Run, once the tests
+// are done, removes the binary Binary built: a package that calls Binary
+// runs its tests through it, from TestMain,
+//
+//	func TestMain(m *testing.M) { os.Exit(mounttest.Tests(m).Run()) }
+//
+// else every run leaves an 80 MiB binary in the temporary directory.
+func Tests(m *testing.M) interface{ Run() int } { return tests{m} }
+
+type tests struct{ m *testing.M }
+
+func (t tests) Run() int {
+	code := t.m.Run()
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	return code
+}
+
 // Unmount unmounts dir, whatever is mounted there (fs.Unmount), then
 // lazily. Errors are ignored: the point is to leave nothing mounted.
 func Unmount(dir string) {

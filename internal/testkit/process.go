@@ -21,8 +21,9 @@ const MainTimeout = 5 * time.Minute
 // MainProcess is the TestMain of a command's test package (package main):
 // in a process started by RunMain it runs main as the command name with the
 // process's arguments and exits 0 when main returns (main exits by itself
-// on an error); in any other process it runs the tests.
-func MainProcess(m *testing.M, name string, main func()) {
+// on an error); in any other process it runs the tests (m: a *testing.M,
+// or a wrapper such as mounttest.Tests that cleans up after them).
+func MainProcess(m interface{ Run() int }, name string, main func()) {
 	if os.Getenv(mainEnv) != "1" {
 		os.Exit(m.Run())
 	}

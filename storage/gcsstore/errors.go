@@ -155,7 +155,9 @@ func (s *Store) classify(ctx context.Context, op, key string, err error, attempt
 	case ctx.Err() != nil && isCanceled(ctx, err):
 		e.Reason, e.Kind = ctx.Err().Error(), ctx.Err()
 		e.Permanent, quiet = true, true
-	case errors.Is(err, gcs.ErrBucketNotExist):
+	case errors.Is(err, gcs.ErrBucketNotExist) || code == 404 && op == "put":
+		// An upload creates its object: its 404 can only be the
+		// bucket's (S3 and Azure name it so too).
 		e.Reason = fmt.Sprintf("bucket %s does not exist", s.bucketName)
 		e.Kind, e.Permanent, e.Wide, quiet = storage.ErrNotExist, true, true, true
 	case errors.Is(err, gcs.ErrObjectNotExist) || (code == 404 && op != "list"):

@@ -97,8 +97,14 @@ type Unreachable struct {
 }
 
 func (e *Unreachable) Error() string {
-	return fmt.Sprintf("endpoint %s unreachable since %s (%s); retrying every %v",
-		e.Endpoint, e.Since.Format("15:04:05"), e.Cause, e.Every)
+	return fmt.Sprintf("%s; retrying every %v", e.Ended(), e.Every)
+}
+
+// Ended is the message for a command that ends on it (every command but a
+// serving mount): without "retrying every", since nothing retries once
+// the command has exited.
+func (e *Unreachable) Ended() string {
+	return fmt.Sprintf("endpoint %s unreachable since %s (%s)", e.Endpoint, e.Since.Format("15:04:05"), e.Cause)
 }
 
 func (e *Unreachable) RetryableError() bool { return false }

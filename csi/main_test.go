@@ -1,0 +1,11 @@
+package csi
+
+import (
+	"os"
+	"testing"
+
+	"github.com/deltafs/deltafs/internal/mounttest"
+)
+
+// TestMain removes the deltafs binary the tests built.
+func TestMain(m *testing.M) { os.Exit(mounttest.Tests(m).Run()) }
