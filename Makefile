@@ -23,6 +23,7 @@ FUZZ_TARGETS := \
 	./extents FuzzParseList \
 	./fs FuzzParseName \
 	./sample FuzzEscapeName \
+	./cmd/deltafs FuzzOneLine \
 	./filter FuzzFilter \
 	./internal/attack FuzzAttack
 

@@ -43,7 +43,7 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 		if err := level.UnmarshalText([]byte(global.logLevel)); err != nil {
 			return usageError{fmt.Errorf("--log-level: %w", err)}
 		}
-		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: boundAttr})))
 		if s3Retries < 0 || global.storage.S3.Timeout < 0 {
 			return usageError{errors.New("--s3-retries and --s3-timeout must not be negative")}
 		}
@@ -141,7 +141,7 @@ func main() {
 		if ierr := interruption(ctx); ierr != nil && errors.Is(err, context.Canceled) {
 			err = ierr // "interrupted by SIGTERM", not where the context was seen
 		}
-		fmt.Fprintf(os.Stderr, "deltafs: %v\n", err)
+		fmt.Fprintf(os.Stderr, "deltafs: %s\n", oneLine(err.Error()))
 		var u usageError
 		if errors.As(err, &u) {
 			os.Exit(2)

@@ -139,7 +139,7 @@ func forcedExit(why string) {
 	case <-ran:
 	case <-time.After(hookBudget):
 	}
-	fmt.Fprintf(os.Stderr, "deltafs: %s\n", why)
+	fmt.Fprintf(os.Stderr, "deltafs: %s\n", oneLine(why))
 	os.Exit(1)
 }
 

@@ -26,9 +26,14 @@ const blobFields = `{"name":"id","type":"long","nullable":true,"metadata":{}},` 
 // depth levels (a long at the bottom), which the data file does not hold
 // (every row's deep is null): a schema of hostile size and depth.
 func DeepSchema(depth int) string {
+	return `{"type":"struct","fields":[` + blobFields + `,{"name":"deep","type":` + DeepType(depth) + `,"nullable":true,"metadata":{}}]}`
+}
+
+// DeepType is the type of DeepSchema's column deep: struct<a:struct<a:...
+// long>>, depth levels.
+func DeepType(depth int) string {
 	const open, close = `{"type":"struct","fields":[{"name":"a","type":`, `,"nullable":true,"metadata":{}}]}`
-	deep := strings.Repeat(open, depth) + `"long"` + strings.Repeat(close, depth)
-	return `{"type":"struct","fields":[` + blobFields + `,{"name":"deep","type":` + deep + `,"nullable":true,"metadata":{}}]}`
+	return strings.Repeat(open, depth) + `"long"` + strings.Repeat(close, depth)
 }
 
 // WriteBlobTable writes a Delta table at dir: version 0 with schema (a
