@@ -38,8 +38,8 @@ func DeepType(depth int) string {
 
 // WriteBlobTable writes a Delta table at dir: version 0 with schema (a
 // schema whose columns include BlobSchema's) adding one data file of
-// rows, with its numRecords. Values of any size are written whole, in a
-// page of their own once past parquet-go's page buffer.
+// rows, with its numRecords (Snappy-compressed, pages of about 1 MiB; a
+// larger value is a page of its own).
 func WriteBlobTable(dir, schema string, rows []BlobRow) error {
 	if err := os.MkdirAll(filepath.Join(dir, "_delta_log"), 0o755); err != nil {
 		return err
@@ -48,7 +48,10 @@ func WriteBlobTable(dir, schema string, rows []BlobRow) error {
 	if err != nil {
 		return err
 	}
-	w := parquet.NewGenericWriter[BlobRow](f, parquet.PageBufferSize(1<<20))
+	// As deltafs's writer writes binary columns: no page bounds (a value
+	// of 64 MiB would be its own minimum and maximum, twice in the footer).
+	w := parquet.NewGenericWriter[BlobRow](f, parquet.Compression(&parquet.Snappy), parquet.PageBufferSize(1<<20),
+		parquet.SkipPageStatistics("data"), parquet.SkipPageBounds("data"))
 	_, err = w.Write(rows)
 	if err == nil {
 		err = w.Close()
