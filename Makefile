@@ -23,7 +23,7 @@ FUZZ_TARGETS := \
 	./extents FuzzParseList \
 	./fs FuzzParseName \
 	./sample FuzzEscapeName \
-	./cmd/deltafs FuzzOneLine \
+	./internal/oneline FuzzOf \
 	./filter FuzzFilter \
 	./internal/attack FuzzAttack
 

@@ -5,19 +5,19 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
 	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/internal/oneline"
 	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // lineBound is the longest line deltafs may print of one error or log
-// value: lineMax and the cut's marker.
-const lineBound = lineMax + 40
+// value: oneline.Max and the cut's marker.
+const lineBound = oneline.Max + 40
 
 // Error lines stay one line of bounded length whatever the table holds: a
 // column whose type nests 3,000 levels spells a 30 KB struct<...> in the
@@ -42,7 +42,7 @@ func TestErrorLinesBounded(t *testing.T) {
 			_, stderr, code := runBin(t, bin, time.Minute, tc.args...)
 			msg := requireErrorLine(t, stderr, code, dir+" version 0", -1, nil)
 			checkBoundedLine(t, msg)
-			if !strings.HasPrefix(msg, "deltafs: "+dir+" version 0: "+tc.want) || !strings.Contains(msg, " bytes cut) … ") || !strings.Contains(msg[len(msg)-lineMax/4:], ">>>>") {
+			if !strings.HasPrefix(msg, "deltafs: "+dir+" version 0: "+tc.want) || !strings.Contains(msg, " bytes cut) … ") || !strings.Contains(msg[len(msg)-oneline.Max/4:], ">>>>") {
 				t.Fatalf("error line %q: want its start, its end and the cut's size", msg)
 			}
 		})
@@ -82,41 +82,4 @@ func checkBoundedLine(t *testing.T, line string) {
 	if len(line) > 4*lineBound || !utf8.ValidString(line) || strings.ContainsAny(line, "\n\r\x00\x1b") {
 		t.Fatalf("line of %d bytes is not one bounded line: %.300q", len(line), line)
 	}
-}
-
-func TestOneLine(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"plain: cause", "plain: cause"},
-		{"two\nlines\r\tand \x1b[31mred\x00", `two\nlines\r\tand \x1b[31mred\x00`},
-		{"bad \xff utf-8 \u2028 sep", `bad \xff utf-8 \u2028 sep`},
-		{"ünïcode stays", "ünïcode stays"},
-	} {
-		if got := oneLine(tc.in); got != tc.want {
-			t.Errorf("oneLine(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-	long := "start " + strings.Repeat("é", 20000) + " end"
-	got := oneLine(long)
-	cut := regexp.MustCompile(` … \((\d+) bytes cut\) … `).FindStringSubmatch(got)
-	if len(got) > lineBound || !strings.HasPrefix(got, "start é") || !strings.HasSuffix(got, "é end") || !utf8.ValidString(got) ||
-		cut == nil || fmt.Sprint(len(long)-(len(got)-len(cut[0]))) != cut[1] {
-		t.Fatalf("oneLine of %d bytes: %d bytes, %.80q … %.80q", len(long), len(got), got, got[len(got)-80:])
-	}
-}
-
-// FuzzOneLine: whatever the text, oneLine is one line of valid UTF-8 of
-// bounded length, and leaves a short printable line as it is.
-func FuzzOneLine(f *testing.F) {
-	f.Add("table version 3: part-0.parquet: cause")
-	f.Add("a\nb\x00\xff\u2028" + strings.Repeat("x", 3000))
-	f.Fuzz(func(t *testing.T, s string) {
-		got := oneLine(s)
-		checkBoundedLine(t, got)
-		if len(got) > lineBound {
-			t.Fatalf("%d bytes", len(got))
-		}
-		if escapeControls(s) == s && len(s) <= lineMax && got != s {
-			t.Fatalf("oneLine(%q) = %q", s, got)
-		}
-	})
 }

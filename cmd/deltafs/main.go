@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	_ "github.com/deltafs/deltafs/catalog/unity" // uc://catalog.schema.table
+	"github.com/deltafs/deltafs/internal/oneline"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/sharing" // PROFILE.share#share.schema.table
@@ -43,7 +44,7 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 		if err := level.UnmarshalText([]byte(global.logLevel)); err != nil {
 			return usageError{fmt.Errorf("--log-level: %w", err)}
 		}
-		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: boundAttr})))
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: oneline.ReplaceAttr})))
 		if s3Retries < 0 || global.storage.S3.Timeout < 0 {
 			return usageError{errors.New("--s3-retries and --s3-timeout must not be negative")}
 		}
@@ -141,7 +142,7 @@ func main() {
 		if ierr := interruption(ctx); ierr != nil && errors.Is(err, context.Canceled) {
 			err = ierr // "interrupted by SIGTERM", not where the context was seen
 		}
-		fmt.Fprintf(os.Stderr, "deltafs: %s\n", oneLine(err.Error()))
+		fmt.Fprintf(os.Stderr, "deltafs: %s\n", oneline.Of(err.Error()))
 		var u usageError
 		if errors.As(err, &u) {
 			os.Exit(2)

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/oneline"
 )
 
 // Interrupts. SIGINT and SIGTERM cancel the command's context, with the
@@ -139,7 +141,7 @@ func forcedExit(why string) {
 	case <-ran:
 	case <-time.After(hookBudget):
 	}
-	fmt.Fprintf(os.Stderr, "deltafs: %s\n", oneLine(why))
+	fmt.Fprintf(os.Stderr, "deltafs: %s\n", oneline.Of(why))
 	os.Exit(1)
 }
 
