@@ -64,7 +64,7 @@ func largeSampleWorkload(b *bench) error {
 			return err
 		}
 		shard := filepath.Join(m.dir, "latest", "shard", "0")
-		names, err := os.ReadDir(shard) // the index build
+		names, err := os.ReadDir(shard)    // the index build
 		if err == nil && len(names) != 2 { // the sample and _samples.tsv
 			err = fmt.Errorf("shard 0 holds %d files, want the sample and _samples.tsv", len(names))
 		}
