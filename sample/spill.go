@@ -67,14 +67,14 @@ func (st *spillStore) release(s *spillFile) {
 }
 
 // add spills blob under k, unless it is spilled or being spilled. It
-// reports whether the page is kept; a failure to write (a full disk) is
-// only a page not kept: its reads decode it again.
+// reports whether this call spilled it; a failure to write (a full disk)
+// is only a page not kept: its reads decode it again.
 func (st *spillStore) add(k CacheKey, blob []byte) bool {
 	st.mu.Lock()
 	_, have := st.files.Get(k)
 	if have || st.writing[k] {
 		st.mu.Unlock()
-		return have
+		return false
 	}
 	st.writing[k] = true
 	st.mu.Unlock()
