@@ -445,9 +445,9 @@ func (p *PageFetcher) ValueAt(ctx context.Context, ref FileRef, column string, r
 	return copyFrom(b, blobValue(blob, i), off), nil
 }
 
-// copyFrom copies v[off:] into b.
+// copyFrom copies v[off:] into b (nothing for an offset outside v).
 func copyFrom(b, v []byte, off int64) int {
-	if off >= int64(len(v)) {
+	if off < 0 || off >= int64(len(v)) {
 		return 0
 	}
 	return copy(b, v[off:])

@@ -133,7 +133,7 @@ func (s *spillFile) readValue(i int, p []byte, off int64) (int, error) {
 	if lo > hi {
 		return 0, fmt.Errorf("value %d: offsets %d > %d", i, lo, hi)
 	}
-	if off >= hi-lo {
+	if off < 0 || off >= hi-lo {
 		return 0, nil
 	}
 	p = p[:min(int64(len(p)), hi-lo-off)]
