@@ -23,6 +23,7 @@ FUZZ_TARGETS := \
 	./extents FuzzParseList \
 	./fs FuzzParseName \
 	./sample FuzzEscapeName \
+	./internal/oneline FuzzOf \
 	./filter FuzzFilter \
 	./storage/sharing FuzzQuery \
 	./storage/sharing FuzzProfile \

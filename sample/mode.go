@@ -55,6 +55,15 @@ type mode interface {
 	fill(ctx context.Context, sh *Shard, sg *segment, li int) error
 }
 
+// rangeMode is a mode whose samples can be read in part, when ranges
+// says so for the shard (its fetcher reads parts of values).
+type rangeMode interface {
+	ranges(sh *Shard) bool
+	// readAt reads bytes [off, off+len(p)) of live row li of segment sg:
+	// the count read, 0 at or past its end; errors as content's.
+	readAt(ctx context.Context, sh *Shard, sg *segment, li int, p []byte, off int64) (int, error)
+}
+
 // colFunc resolves a column of the schema by name; implicit columns that
 // are missing are nil without an error, named ones an error naming flag.
 type colFunc func(flag, name string, implicit bool) (*column, error)

@@ -47,6 +47,21 @@ func (m *bytesMode) content(ctx context.Context, sh *Shard, sg *segment, li int)
 	return m.value(ctx, sh, sg, li)
 }
 
+// ranges: a sample is its value as it is, so a part of it is a part of
+// the value, which a RangeFetcher reads.
+func (m *bytesMode) ranges(sh *Shard) bool {
+	_, ok := sh.v.s.opts.Fetcher.(RangeFetcher)
+	return ok
+}
+
+func (m *bytesMode) readAt(ctx context.Context, sh *Shard, sg *segment, li int, p []byte, off int64) (int, error) {
+	n, err := sh.v.s.opts.Fetcher.(RangeFetcher).ValueAt(ctx, sg.ref, m.data.phys, sg.fs.row(li), p, off)
+	if err != nil {
+		return 0, sh.readErr(ctx, sg, err)
+	}
+	return n, nil
+}
+
 // index takes each live row's size and extension from the data column,
 // read page by page through the fetcher (Fetcher.Values): the pages
 // decoded here stay in the cache (and feed read-ahead), so a cold epoch

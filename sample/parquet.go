@@ -47,9 +47,13 @@ type PageFetcher struct {
 	files   *lru.Cache[string, *openFile] // guarded by mu; opened files by key and identity, cost 1
 	opening flight.Group[string, *openFile]
 
-	opens atomic.Int64
-	pages atomic.Int64
-	ahead atomic.Int64
+	spill      *spillStore // nil: no spilling
+	spillAbove int64
+
+	opens   atomic.Int64
+	pages   atomic.Int64
+	ahead   atomic.Int64
+	spilled atomic.Int64
 }
 
 // PageFetcherOptions configure a PageFetcher.
@@ -67,6 +71,15 @@ type PageFetcherOptions struct {
 	// storage.ReadRanges: set it when the store serves several ranges with
 	// fewer requests (a storage.RangeReader such as S3's).
 	Coalesce bool
+	// SpillAbove: a decoded page larger than this many bytes is kept in an
+	// unlinked file (in SpillDir, "": os.TempDir()) once read by ValueAt,
+	// which serves it from there: set it to what the Cache keeps in memory
+	// for certain (0: never spill).
+	SpillAbove int64
+	SpillDir   string
+	// SpillBytes bounds the bytes of the spilled pages (0: 2 GiB, two of
+	// the largest page pqcheck accepts).
+	SpillBytes int64
 }
 
 // Prefetcher is a BlobCache that fetches in the background (read-ahead). It
@@ -87,6 +100,12 @@ func NewPageFetcher(st storage.Storage, opts PageFetcherOptions) *PageFetcher {
 	if pf, ok := opts.Cache.(Prefetcher); ok && opts.ReadAhead > 0 {
 		p.pf = pf
 	}
+	if opts.SpillAbove > 0 {
+		if opts.SpillBytes <= 0 {
+			opts.SpillBytes = 2 * pqcheck.MaxPageBytes
+		}
+		p.spill, p.spillAbove = newSpillStore(opts.SpillDir, opts.SpillBytes), opts.SpillAbove
+	}
 	return p
 }
 
@@ -97,11 +116,12 @@ type FetchStats struct {
 	FilesOpened  int64 `json:"files_opened"`  // footers read
 	PagesDecoded int64 `json:"pages_decoded"` // pages read and decoded (cache misses)
 	ReadAhead    int64 `json:"read_ahead"`    // pages handed to the cache's read-ahead
+	PagesSpilled int64 `json:"pages_spilled"` // large pages kept in spill files (SpillAbove)
 }
 
 // Stats returns the counters.
 func (p *PageFetcher) Stats() FetchStats {
-	return FetchStats{FilesOpened: p.opens.Load(), PagesDecoded: p.pages.Load(), ReadAhead: p.ahead.Load()}
+	return FetchStats{FilesOpened: p.opens.Load(), PagesDecoded: p.pages.Load(), ReadAhead: p.ahead.Load(), PagesSpilled: p.spilled.Load()}
 }
 
 type openFile struct {
@@ -307,64 +327,130 @@ func (p *PageFetcher) Values(ctx context.Context, ref FileRef, column string, fn
 	return nil
 }
 
-// page returns the decoded page (a blob, see blob.go) holding row of
-// column, and the first row of its row group.
-func (p *PageFetcher) page(ctx context.Context, ref FileRef, column string, row int64) ([]byte, int64, error) {
+// pageLoc is where the page holding a row of a column lies.
+type pageLoc struct {
+	of        *openFile
+	rgi, leaf int
+	cc        parquet.ColumnChunk
+	oi        parquet.OffsetIndex // nil: none
+	pi        int                 // the page in the offset index; -1: the chunk is read whole
+	inRG      int64               // the row in its row group
+	pageFirst int64               // the page's first row in its row group
+	pageOff   int64
+	pageLen   int64
+	page0     int64 // the chunk's first page's offset
+	unit      string
+	key       CacheKey
+}
+
+// locate finds the page holding row of column.
+func (p *PageFetcher) locate(ctx context.Context, ref FileRef, column string, row int64) (*pageLoc, error) {
 	of, err := p.open(ctx, ref)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	col := of.f.Root().Column(column)
 	if col == nil || !col.Leaf() {
-		return nil, 0, fmt.Errorf("no leaf column %q in the data file", column)
+		return nil, fmt.Errorf("no leaf column %q in the data file", column)
 	}
-	leaf := col.Index()
 	if row < 0 || row >= of.start[len(of.start)-1] {
-		return nil, 0, fmt.Errorf("row %d out of range (file has %d rows)", row, of.start[len(of.start)-1])
+		return nil, fmt.Errorf("row %d out of range (file has %d rows)", row, of.start[len(of.start)-1])
 	}
-	rgi := sort.Search(len(of.start)-1, func(i int) bool { return of.start[i+1] > row }) // row group of row
-	rg := of.f.RowGroups()[rgi]
-	cc := rg.ColumnChunks()[leaf]
-	inRG := row - of.start[rgi]
+	l := &pageLoc{of: of, leaf: col.Index(), pi: -1, pageFirst: -1}
+	l.rgi = sort.Search(len(of.start)-1, func(i int) bool { return of.start[i+1] > row }) // row group of row
+	l.cc = of.f.RowGroups()[l.rgi].ColumnChunks()[l.leaf]
+	l.inRG = row - of.start[l.rgi]
+	if oi, oerr := l.cc.OffsetIndex(); oerr == nil && oi.NumPages() > 0 {
+		l.oi = oi
+		l.page0 = oi.Offset(0)
+		l.pi = sort.Search(oi.NumPages(), func(i int) bool { return oi.FirstRowIndex(i) > l.inRG }) - 1
+		if l.pi >= 0 {
+			l.pageFirst = oi.FirstRowIndex(l.pi)
+			l.pageOff, l.pageLen = oi.Offset(l.pi), oi.CompressedPageSize(l.pi)
+			l.unit = strconv.Itoa(l.rgi) + "/" + strconv.Itoa(l.pi)
+		}
+	}
+	if l.pageFirst < 0 {
+		l.pageFirst, l.unit = 0, strconv.Itoa(l.rgi)+"/all"
+	}
+	l.key = p.pageKey(ref, column, l.unit)
+	return l, nil
+}
 
-	var unit string
-	var pageFirst int64 = -1
-	var pageOff, pageLen, page0 int64
-	oi, oerr := cc.OffsetIndex()
-	pi := -1
-	if oerr == nil && oi.NumPages() > 0 {
-		page0 = oi.Offset(0)
-		pi = sort.Search(oi.NumPages(), func(i int) bool { return oi.FirstRowIndex(i) > inRG }) - 1
-		if pi >= 0 {
-			pageFirst = oi.FirstRowIndex(pi)
-			pageOff, pageLen = oi.Offset(pi), oi.CompressedPageSize(pi)
-			unit = strconv.Itoa(rgi) + "/" + strconv.Itoa(pi)
-		}
+// page returns the decoded page (a blob, see blob.go) holding row of
+// column, and the first row of its row group.
+func (p *PageFetcher) page(ctx context.Context, ref FileRef, column string, row int64) ([]byte, int64, error) {
+	l, err := p.locate(ctx, ref, column, row)
+	if err != nil {
+		return nil, 0, err
 	}
-	if pageFirst < 0 {
-		pageFirst, unit = 0, strconv.Itoa(rgi)+"/all"
+	blob, err := p.get(ctx, ref, column, l)
+	if err != nil {
+		return nil, 0, err
 	}
-	key := p.pageKey(ref, column, unit)
-	blob, err := p.cache.Get(ctx, key, func(ctx context.Context) ([]byte, error) {
+	return blob, l.of.start[l.rgi], nil
+}
+
+// get returns the decoded page at l, through the cache.
+func (p *PageFetcher) get(ctx context.Context, ref FileRef, column string, l *pageLoc) ([]byte, error) {
+	of := l.of
+	blob, err := p.cache.Get(ctx, l.key, func(ctx context.Context) ([]byte, error) {
 		var raw func() ([]byte, error)
-		if b := of.batch(column, unit); b != nil {
+		if b := of.batch(column, l.unit); b != nil {
 			// Read ahead already, or about to be: one read for both.
-			raw = func() ([]byte, error) { return b.get(ctx, pi) }
+			raw = func() ([]byte, error) { return b.get(ctx, l.pi) }
 		}
-		return p.readPages(ctx, of, ref, chunkAt{rgi, leaf, cc, page0}, pageFirst, pageOff, pageLen, raw)
+		return p.readPages(ctx, of, ref, chunkAt{l.rgi, l.leaf, l.cc, l.page0}, l.pageFirst, l.pageOff, l.pageLen, raw)
 	})
-	of.dropBatch(column, unit)
+	of.dropBatch(column, l.unit)
 	// Read ahead when a reader enters a page at its first row, as a reader
 	// in shard order does: not on every row, and not for a random sample
 	// in the middle of a page (it would cost a random reader pages it
 	// never reads).
-	if err == nil && pi >= 0 && p.pf != nil && inRG == pageFirst {
-		p.prefetch(of, ref, column, chunkAt{rgi, leaf, cc, oi.Offset(0)}, oi, pi)
+	if err == nil && l.pi >= 0 && p.pf != nil && l.inRG == l.pageFirst {
+		p.prefetch(of, ref, column, chunkAt{l.rgi, l.leaf, l.cc, l.page0}, l.oi, l.pi)
 	}
+	return blob, err
+}
+
+// ValueAt reads bytes [off, off+len(b)) of the value of column at row
+// into b: the count read, 0 at or past its end (and for a null). A page
+// larger than SpillAbove is spilled to a file the first time it is read
+// and served from there afterwards (spillStore), so reading a large value
+// in small reads decodes it once.
+func (p *PageFetcher) ValueAt(ctx context.Context, ref FileRef, column string, row int64, b []byte, off int64) (int, error) {
+	if p.spill == nil {
+		v, err := p.Value(ctx, ref, column, row)
+		return copyFrom(b, v, off), err
+	}
+	l, err := p.locate(ctx, ref, column, row)
 	if err != nil {
-		return nil, 0, err
+		return 0, err
 	}
-	return blob, of.start[rgi], nil
+	if s := p.spill.acquire(l.key); s != nil {
+		defer p.spill.release(s)
+		return s.readValue(int(l.inRG-s.firstRow), b, off)
+	}
+	blob, err := p.get(ctx, ref, column, l)
+	if err != nil {
+		return 0, err
+	}
+	i := int(l.inRG - blobFirstRow(blob))
+	if i < 0 || i >= blobLen(blob) {
+		return 0, fmt.Errorf("row %d not in its page (rows %d..%d)", row, l.of.start[l.rgi]+blobFirstRow(blob), l.of.start[l.rgi]+blobFirstRow(blob)+int64(blobLen(blob)))
+	}
+	if int64(len(blob)) > p.spillAbove && p.spill.add(l.key, blob) {
+		p.spilled.Add(1)
+	}
+	return copyFrom(b, blobValue(blob, i), off), nil
+}
+
+// copyFrom copies v[off:] into b (nothing for an offset outside v).
+func copyFrom(b, v []byte, off int64) int {
+	if off < 0 || off >= int64(len(v)) {
+		return 0
+	}
+	return copy(b, v[off:])
 }
 
 func (p *PageFetcher) pageKey(ref FileRef, column, unit string) CacheKey {

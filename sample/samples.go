@@ -79,6 +79,14 @@ type Fetcher interface {
 	Identify(ctx context.Context, f FileRef) (FileRef, error)
 }
 
+// RangeFetcher is a Fetcher that reads part of a value (PageFetcher), so
+// that a read of a range of a large sample costs that range.
+type RangeFetcher interface {
+	// ValueAt reads bytes [off, off+len(p)) of the value into p: the
+	// count read, 0 at or past its end (and for a null).
+	ValueAt(ctx context.Context, f FileRef, column string, row int64, p []byte, off int64) (int, error)
+}
+
 // Options configure a Samples.
 type Options struct {
 	Table   Table

@@ -568,17 +568,27 @@ func (sh *Shard) List() []byte {
 
 // ReadAt reads the content of the sample at pos, like io.ReaderAt but
 // returning 0, nil at or past the end.
+//
+// A mode whose samples can be read in part (rangeMode) reads only the
+// range asked: a large sample read in small reads is decoded once.
 func (sh *Shard) ReadAt(ctx context.Context, pos int, p []byte, off int64) (int, error) {
-	data, err := sh.Content(ctx, pos)
+	var n int
+	var err error
+	if rm, ok := sh.r.mode.(rangeMode); ok && rm.ranges(sh) {
+		sg, li := sh.seg(pos)
+		n, err = rm.readAt(ctx, sh, sg, li, p, off)
+	} else {
+		var data []byte
+		if data, err = sh.Content(ctx, pos); err == nil {
+			n = copyFrom(p, data, off)
+		}
+	}
 	if err != nil {
 		sh.v.s.ctr.ReadErrors.Add(1)
 		return 0, err
 	}
 	sh.v.s.ctr.Reads.Add(1)
-	if off >= int64(len(data)) {
-		return 0, nil
-	}
-	return copy(p, data[off:]), nil
+	return n, nil
 }
 
 // Content is the whole content of the sample at pos. The slice is shared

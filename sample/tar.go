@@ -212,17 +212,11 @@ func (t *Tar) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 		}
 		at = w.put(at, hdr)
 		if w.overlaps(at, size) {
-			data, err := sh.Content(ctx, pos)
-			if err != nil {
+			if err := t.putSample(ctx, &w, at, pos, size); err != nil {
 				return 0, err
 			}
-			if int64(len(data)) != size {
-				return 0, fmt.Errorf("%s: sample %s has %d bytes, the index says %d", sh, sh.Path(pos), len(data), size)
-			}
-			at = w.put(at, data)
-		} else {
-			at += size
 		}
+		at += size
 		at = w.zeros(at, padded(size)-size)
 		if c := sh.ClassOf(pos); c >= 0 {
 			cls := []byte(sh.classes[c])
@@ -244,6 +238,50 @@ func (t *Tar) ReadAt(ctx context.Context, p []byte, off int64) (int, error) {
 		w.zeros(at, t.size-at) // the end-of-archive blocks
 	}
 	return len(w.p), nil
+}
+
+// putSample puts the part of the sample at pos (size bytes at archive
+// offset at) that the window covers into it: read as that range when the
+// shard's mode reads samples in part (a large sample is then not decoded
+// again for every read of the archive), else from its whole content. The
+// sample must be size bytes long, as the layout has it: checked whole, or,
+// read in part, by its end when the window covers it.
+func (t *Tar) putSample(ctx context.Context, w *window, at int64, pos int, size int64) error {
+	sh := t.sh
+	wrong := func(n int64) error {
+		return fmt.Errorf("%s: sample %s has %d bytes, the index says %d", sh, sh.Path(pos), n, size)
+	}
+	rm, ok := sh.r.mode.(rangeMode)
+	if !ok || !rm.ranges(sh) {
+		data, err := sh.Content(ctx, pos)
+		if err != nil {
+			return err
+		}
+		if int64(len(data)) != size {
+			return wrong(int64(len(data)))
+		}
+		w.put(at, data)
+		return nil
+	}
+	sg, li := sh.seg(pos)
+	lo, hi := max(at, w.off), min(at+size, w.end())
+	n, err := rm.readAt(ctx, sh, sg, li, w.p[lo-w.off:hi-w.off], lo-at)
+	if err != nil {
+		return err
+	}
+	if int64(n) < hi-lo {
+		return wrong(lo - at + int64(n))
+	}
+	if hi == at+size {
+		var past [1]byte
+		if n, err := rm.readAt(ctx, sh, sg, li, past[:], size); err != nil || n > 0 {
+			if err != nil {
+				return err
+			}
+			return fmt.Errorf("%s: sample %s is longer than the %d bytes the index says", sh, sh.Path(pos), size)
+		}
+	}
+	return nil
 }
 
 // window is the part of the archive a read asks for: p, from archive

@@ -1,6 +1,7 @@
 package sample
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,13 +45,36 @@ type Version struct {
 
 func (s *Samples) newVersion(snap *snapshot.Snapshot) *Version {
 	v := &Version{s: s, snap: snap, shards: make([]*Shard, s.Shards())}
-	if snap.Schema != nil {
-		b, _ := json.MarshalIndent(snap.Schema, "", "  ")
-		v.schemaJSON = append(b, '\n')
-	} else {
-		v.schemaJSON = []byte("null\n")
-	}
+	v.schemaJSON = schemaJSON(snap.Schema)
 	return v
+}
+
+// Bounds of _schema.json's indentation: two spaces per level make a line
+// at depth d cost 2d bytes, so a schema nested thousands of levels deep
+// would take hundreds of megabytes indented.
+const (
+	// schemaIndentDepth is the deepest JSON nesting that is indented.
+	schemaIndentDepth = 32
+	// schemaIndentGrowth bounds the indented form against the compact one.
+	schemaIndentGrowth = 8
+)
+
+// schemaJSON is the content of _schema.json: the schema in Delta's
+// format, indented by two spaces a level, unless it nests deeper than
+// schemaIndentDepth or its indented form is more than schemaIndentGrowth
+// times the compact one: then compact, on one line.
+func schemaJSON(schema *snapshot.StructType) []byte {
+	if schema == nil {
+		return []byte("null\n")
+	}
+	b, _ := json.Marshal(schema)
+	if schema.JSONDepth() <= schemaIndentDepth {
+		var ind bytes.Buffer
+		if json.Indent(&ind, b, "", "  ") == nil && ind.Len() <= schemaIndentGrowth*len(b) {
+			b = ind.Bytes()
+		}
+	}
+	return append(b, '\n')
 }
 
 // Number is the version number.

@@ -205,6 +205,45 @@ func normaliseNumbers(m map[string]any) map[string]any {
 	return m
 }
 
+// JSONDepth is how deeply the schema nests as Delta's JSON (objects and
+// arrays, the fields' metadata included): 2 for a struct without fields.
+func (s *StructType) JSONDepth() int { return typeDepth(s) }
+
+// typeDepth is the JSON nesting depth of t as typeJSON writes it.
+func typeDepth(t DataType) int {
+	switch v := t.(type) {
+	case *StructType:
+		d := 1 // the fields array
+		for _, f := range v.Fields {
+			d = max(d, 2+max(typeDepth(f.Type), valueDepth(f.Metadata))) // the array, the field's object
+		}
+		return 1 + d
+	case *ArrayType:
+		return 1 + typeDepth(v.ElementType)
+	case *MapType:
+		return 1 + max(typeDepth(v.KeyType), typeDepth(v.ValueType))
+	}
+	return 0
+}
+
+// valueDepth is the nesting depth of a decoded JSON value (metadata).
+func valueDepth(v any) int {
+	d := 0
+	switch v := v.(type) {
+	case map[string]any:
+		for _, x := range v {
+			d = max(d, valueDepth(x))
+		}
+	case []any:
+		for _, x := range v {
+			d = max(d, valueDepth(x))
+		}
+	default:
+		return 0
+	}
+	return 1 + d
+}
+
 // MarshalJSON writes the schema in Delta's format.
 func (s *StructType) MarshalJSON() ([]byte, error) { return json.Marshal(typeJSON(s)) }
 

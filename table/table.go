@@ -146,11 +146,17 @@ func (t *Table) openSamples(ctx context.Context, opts Options) error {
 		ra = 0
 	}
 	_, coalesce := t.Store.(storage.RangeReader)
-	t.Fetcher = sample.NewPageFetcher(t.counted, sample.PageFetcherOptions{Cache: blobs, ReadAhead: ra, Coalesce: coalesce})
+	t.Fetcher = sample.NewPageFetcher(t.counted, sample.PageFetcherOptions{Cache: blobs, ReadAhead: ra, Coalesce: coalesce,
+		SpillAbove: spillAbove(opts.Cache.MemBytes), SpillDir: opts.Cache.Dir})
 	t.Samples, err = sample.New(sample.Options{Table: t.Log, Rows: rows, Fetcher: t.Fetcher, Spec: *opts.Spec, Cache: blobs,
 		OnIndexed: returnIndexGarbage})
 	return err
 }
+
+// spillAbove is the page size past which the fetcher spills a page to a
+// file (sample.PageFetcherOptions.SpillAbove): what the memory tier does
+// not keep for certain (its strict front, an eighth of it), at least 1 MiB.
+func spillAbove(memBytes int64) int64 { return max(memBytes/8, 1<<20) }
 
 // Close releases the storage and the cache (its disk entries stay). The
 // storage goes first: cache fills still waiting on it then fail at once

@@ -272,7 +272,13 @@ func (m *mounted) unmount() {
 }
 
 // rssMB is the server's resident memory in MB.
-func (m *mounted) rssMB() (float64, error) {
+func (m *mounted) rssMB() (float64, error) { return m.statusMB("VmRSS") }
+
+// peakMB is the server's peak resident memory so far in MB (VmHWM).
+func (m *mounted) peakMB() (float64, error) { return m.statusMB("VmHWM") }
+
+// statusMB is a kB field of the server's /proc/PID/status, in MB.
+func (m *mounted) statusMB(field string) (float64, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
 	if err != nil {
 		return 0, err
@@ -280,12 +286,12 @@ func (m *mounted) rssMB() (float64, error) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			kb, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 64)
 			return kb / 1024, err
 		}
 	}
-	return 0, errors.New("no VmRSS")
+	return 0, errors.New("no " + field)
 }
 
 // shardZeroStats mounts table with flags and --cache-dir none, reads

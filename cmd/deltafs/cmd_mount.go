@@ -347,6 +347,7 @@ func mountStats(root *dfs.Root, t *table.Table) any {
 		"data_reads":           n.DataFileReads,
 		"files_opened":         fs.FilesOpened,
 		"pages_decoded":        fs.PagesDecoded,
+		"pages_spilled":        fs.PagesSpilled,
 	}
 	out["cache"] = t.Cache.Stats()
 	// The cloud backend's requests by kind, retries and bytes fetched,

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	_ "github.com/deltafs/deltafs/catalog/unity" // uc://catalog.schema.table
+	"github.com/deltafs/deltafs/internal/oneline"
 	"github.com/deltafs/deltafs/internal/secret"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/remote"
@@ -44,9 +45,10 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 		if err := level.UnmarshalText([]byte(global.logLevel)); err != nil {
 			return usageError{fmt.Errorf("--log-level: %w", err)}
 		}
-		// Every log line without secrets, Go's log package's included
-		// (net/http logs there: SetDefault routes it through the handler).
-		slog.SetDefault(slog.New(secret.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))))
+		// Every log line one bounded line (oneline.ReplaceAttr) without
+		// secrets, Go's log package's included (net/http logs there:
+		// SetDefault routes it through the handler).
+		slog.SetDefault(slog.New(secret.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: oneline.ReplaceAttr}))))
 		if s3Retries < 0 || global.storage.S3.Timeout < 0 {
 			return usageError{errors.New("--s3-retries and --s3-timeout must not be negative")}
 		}
@@ -157,7 +159,7 @@ func main() {
 		if ierr := interruption(ctx); ierr != nil && errors.Is(err, context.Canceled) {
 			err = ierr // "interrupted by SIGTERM", not where the context was seen
 		}
-		fmt.Fprintf(os.Stderr, "deltafs: %s\n", secret.Redact(exitLine(err)))
+		fmt.Fprintf(os.Stderr, "deltafs: %s\n", oneline.Of(secret.Redact(exitLine(err))))
 		var u usageError
 		if errors.As(err, &u) {
 			os.Exit(2)

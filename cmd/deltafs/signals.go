@@ -9,6 +9,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/oneline"
+	"github.com/deltafs/deltafs/internal/secret"
 )
 
 // Interrupts. SIGINT and SIGTERM cancel the command's context, with the
@@ -139,7 +142,7 @@ func forcedExit(why string) {
 	case <-ran:
 	case <-time.After(hookBudget):
 	}
-	fmt.Fprintf(os.Stderr, "deltafs: %s\n", why)
+	fmt.Fprintf(os.Stderr, "deltafs: %s\n", oneline.Of(secret.Redact(why)))
 	os.Exit(1)
 }
 

@@ -19,6 +19,9 @@
 //   - parquet.go: every row of a Parquet file as column name -> Go value,
 //     read with parquet-go's generic row API, independently of deltafs's
 //     scanner.
+//   - blobtable.go: WriteBlobTable, a one-file table of (id, data) rows
+//     with values of any size, and DeepSchema, a schema nested as deeply
+//     as asked (hostile presentation).
 //   - process.go: a command's test binary run again as the command itself
 //     (MainProcess in TestMain, RunMain in a test), so that a test sees a
 //     real run's exit status, stdout and stderr without building a binary.
