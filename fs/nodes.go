@@ -252,6 +252,7 @@ func (r *Root) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out
 	}
 	ctx := requestCtx(cancel, h)
 	c, errno := r.child(ctx, parent, name)
+	r.entered(parent, c)
 	if errno == syscall.ENOENT {
 		// A negative entry: the kernel asks again only after the timeout.
 		*out = fuse.EntryOut{}

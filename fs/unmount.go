@@ -13,10 +13,14 @@ import (
 // lazy: detach now, finish when the last open file closes), and when that
 // fails and the process runs as root, with umount(2) (MNT_DETACH when
 // lazy). It does not look at what is mounted at dir: `deltafs unmount`
-// checks that first (FindMount, FSType). Errors are one line; a mount
+// checks that first (FindMount, FSType). The overlays stacked inside
+// the mount (overlay.go) go first. Errors are one line; a mount
 // point in use is ErrBusy (what to do about it is the caller's to say: a
 // flag of its own, or waiting).
 func Unmount(dir string, lazy bool) error {
+	if UnmountOverlays(dir) {
+		lazy = true // detaches the overlays left with the mount
+	}
 	args := []string{"-u"}
 	if lazy {
 		args = append(args, "-z")

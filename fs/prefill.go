@@ -1,0 +1,139 @@
+package fs
+
+import (
+	"context"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+
+	"github.com/deltafs/deltafs/sample"
+)
+
+// Prefill: pages in the kernel before the reader asks.
+//
+// A listing with attributes (READDIRPLUS) makes the kernel create an
+// inode for each sample it lists. The mount then pushes those samples'
+// bytes into their page caches (FUSE_NOTIFY_STORE), in listing order, from
+// the sample layer (the memory cache, the disk cache after a remount, or
+// decoded pages in a first epoch), so that the reader's first read of
+// each is a page-cache hit and sends no READ. Options.Prefill bounds the
+// bytes pushed over the mount's life: the kernel may evict pushed pages
+// (they are then read again, one READ each), and the mount cannot see
+// that, so it never pushes past the budget and never pushes again. An
+// entry the kernel has already forgotten is skipped and not counted.
+
+// DefaultPrefill is Options.Prefill's default: an eighth of the machine's
+// memory, at most 8 GiB.
+func DefaultPrefill() int64 {
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) != nil {
+		return 256 << 20
+	}
+	return min(int64(si.Totalram)*int64(si.Unit)/8, 8<<30)
+}
+
+type prefillJob struct {
+	sh  *sample.Shard
+	ids []uint64 // node ids of samples of sh, in listing order
+}
+
+type prefiller struct {
+	root   *Root
+	budget int64
+	jobs   chan prefillJob
+
+	used   atomic.Int64 // bytes pushed
+	files  atomic.Int64 // files pushed
+	missed atomic.Int64 // files not pushed: budget spent, queue full or kernel forgot them
+}
+
+// prefillQueue bounds the listings waiting to be pushed.
+const prefillQueue = 256
+
+func newPrefiller(r *Root, budget int64) *prefiller {
+	p := &prefiller{root: r, budget: budget, jobs: make(chan prefillJob, prefillQueue)}
+	go p.run()
+	return p
+}
+
+// queue asks for the samples ids of sh to be pushed, without waiting (a
+// full queue drops them: they are read as usual).
+func (p *prefiller) queue(sh *sample.Shard, ids []uint64) {
+	if p == nil || len(ids) == 0 || p.used.Load() >= p.budget {
+		return
+	}
+	select {
+	case p.jobs <- prefillJob{sh: sh, ids: ids}:
+	default:
+		p.missed.Add(int64(len(ids)))
+	}
+}
+
+func (p *prefiller) run() {
+	var buf []byte
+	for job := range p.jobs {
+		// The reply carrying these entries may still be on its way to
+		// the kernel: give it a moment before the first store.
+		time.Sleep(time.Millisecond)
+		for i, id := range job.ids {
+			pos := job.sh.Local(int64(id & (maxItem - 1)))
+			size := job.sh.Size(pos)
+			if size <= 0 {
+				continue
+			}
+			if p.used.Add(size) > p.budget {
+				p.used.Add(-size)
+				p.missed.Add(int64(len(job.ids) - i))
+				break
+			}
+			if int64(cap(buf)) < size {
+				buf = make([]byte, size)
+			}
+			n, err := job.sh.ReadAt(context.Background(), pos, buf[:size], 0)
+			if err != nil || int64(n) != size {
+				// The reader's own READ will meet the error and say it.
+				p.used.Add(-size)
+				p.missed.Add(1)
+				continue
+			}
+			st := p.store(id, buf[:n])
+			switch st {
+			case fuse.OK:
+				p.files.Add(1)
+			case fuse.Status(syscall.ENODEV), fuse.Status(syscall.EBADF):
+				return // unmounted
+			default:
+				p.used.Add(-size)
+				p.missed.Add(1)
+			}
+		}
+	}
+}
+
+// store pushes data as the content of node id, retrying briefly while the
+// kernel has not yet made the inode (the listing's reply in flight).
+func (p *prefiller) store(id uint64, data []byte) fuse.Status {
+	s := p.root.server
+	if s == nil {
+		return fuse.ENOENT
+	}
+	st := s.InodeNotifyStoreCache(id, 0, data)
+	for try := 0; st == fuse.ENOENT && try < 3; try++ {
+		time.Sleep(2 * time.Millisecond)
+		st = s.InodeNotifyStoreCache(id, 0, data)
+	}
+	return st
+}
+
+// PrefillStats are the prefill's counters: bytes and files pushed, files
+// not pushed, and the budget.
+func (r *Root) PrefillStats() map[string]any {
+	p := r.prefill
+	if p == nil {
+		return map[string]any{"budget": 0}
+	}
+	return map[string]any{"budget": p.budget, "bytes": p.used.Load(), "files": p.files.Load(), "missed": p.missed.Load()}
+}
