@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 )
@@ -17,8 +18,12 @@ import (
 // the mount (overlay.go) go first. Errors are one line that says
 // what to do (close the files, or unmount lazily).
 func Unmount(dir string, lazy bool) error {
-	if UnmountOverlays(dir) {
-		lazy = true // detaches the overlays left with the mount
+	if UnmountOverlays(dir, lazy) && !lazy {
+		if _, err := os.Stat(filepath.Join(dir, ".deltafs", "stats")); errors.Is(err, syscall.ENOTCONN) {
+			// The server died: only a lazy unmount, which detaches
+			// what is under dir, clears what is left.
+			lazy = true
+		}
 	}
 	args := []string{"-u"}
 	if lazy {
