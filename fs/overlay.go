@@ -239,11 +239,16 @@ func overlaysUnder(dir string) []string {
 	return out
 }
 
-// UnmountOverlays detaches the overlays stacked inside the deltafs mount
-// at dir (also when its server died), and reports whether some remain
-// (then only a lazy unmount of dir, which detaches what is under it,
-// clears them).
-func UnmountOverlays(dir string) (remain bool) {
+// UnmountOverlays unmounts the overlays stacked inside the deltafs mount
+// at dir (also when its server died): detached when lazy, else only those
+// no file is open under, so that a busy mount stays busy. It reports
+// whether some remain (a lazy unmount of dir, which detaches what is
+// under it, clears them).
+func UnmountOverlays(dir string, lazy bool) (remain bool) {
+	flags := unix.UMOUNT_NOFOLLOW
+	if lazy {
+		flags |= unix.MNT_DETACH
+	}
 	abs, err := filepath.Abs(dir)
 	if err == nil {
 		if p, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
@@ -251,7 +256,7 @@ func UnmountOverlays(dir string) (remain bool) {
 		}
 	}
 	for _, p := range overlaysUnder(abs) {
-		if err := unix.Unmount(p, unix.MNT_DETACH|unix.UMOUNT_NOFOLLOW); err != nil && !errors.Is(err, unix.EINVAL) {
+		if err := unix.Unmount(p, flags); err != nil && !errors.Is(err, unix.EINVAL) {
 			remain = true
 		}
 	}

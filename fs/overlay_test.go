@@ -70,7 +70,7 @@ func TestOverlayAnswersIsatty(t *testing.T) {
 	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: digits(20, 0)}, {Path: "b", Rows: digits(20, 100)}}, nil, nil)
 	m := mount(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}, 50*time.Millisecond)
 	t.Cleanup(func() {
-		if dfs.UnmountOverlays(m.dir) {
+		if dfs.UnmountOverlays(m.dir, true) {
 			t.Error("overlays left after UnmountOverlays")
 		}
 	})

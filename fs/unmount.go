@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 )
@@ -18,8 +19,12 @@ import (
 // point in use is ErrBusy (what to do about it is the caller's to say: a
 // flag of its own, or waiting).
 func Unmount(dir string, lazy bool) error {
-	if UnmountOverlays(dir) {
-		lazy = true // detaches the overlays left with the mount
+	if UnmountOverlays(dir, lazy) && !lazy {
+		if _, err := os.Stat(filepath.Join(dir, ".deltafs", "stats")); errors.Is(err, syscall.ENOTCONN) {
+			// The server died: only a lazy unmount, which detaches
+			// what is under dir, clears what is left.
+			lazy = true
+		}
 	}
 	args := []string{"-u"}
 	if lazy {
