@@ -67,7 +67,13 @@ func (r *Root) known(v int64) bool {
 // attr fills the attributes of node n and returns their kernel timeout.
 func (r *Root) attr(ctx context.Context, n node, a *fuse.Attr) (time.Duration, syscall.Errno) {
 	switch n.kind {
-	case kindRoot, kindVersions:
+	case kindRoot:
+		// Never cached: a stat of the mount point after the server died
+		// must say ENOTCONN (CheckMountpoint, scripts), not what an
+		// earlier stat (an overlay's mount, `ls -ld`) left in the kernel.
+		dirAttr(a, r.latestTime())
+		return expireAtOnce, 0
+	case kindVersions:
 		dirAttr(a, r.latestTime())
 		return r.opts.Refresh, 0
 	case kindAtDir, kindMetaDir:

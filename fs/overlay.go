@@ -96,7 +96,7 @@ func (r *Root) StartOverlays(mnt string) error {
 }
 
 func overlayOff(cause string) error {
-	return fmt.Errorf("no overlays (%s): every Python open() with default buffering costs one IOCTL round trip to the server (isatty); --overlay=false silences this", cause)
+	return fmt.Errorf("no overlays (%s): every Python open() with default buffering costs one IOCTL round trip to the server (isatty); mounted without them", cause)
 }
 
 // entered notes a LOOKUP of child c in parent, or an OPENDIR of parent

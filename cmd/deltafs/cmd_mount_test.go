@@ -559,26 +559,38 @@ func TestMountBusyAndStaleMountpoint(t *testing.T) {
 		t.Fatalf("mount on a busy mount point: %v %q", err, out)
 	}
 
-	// Stale: the server of a mount died.
-	m := mounttest.Start(t, bin, table, "--cache-dir", "none")
-	if err := m.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(m.Dir); !errors.Is(err, syscall.ENOTCONN) {
-		t.Fatalf("after killing the server: stat %v, want ENOTCONN", err)
-	}
-	out, err = refusedMount(t, bin, table, m.Dir)
-	if err == nil || !strings.Contains(out, "not connected") || !strings.Contains(out, "deltafs unmount") {
-		t.Fatalf("mount on a stale mount point: %v %q", err, out)
-	}
-	if out, err := mounttest.Run(bin, "unmount", m.Dir); err != nil {
-		t.Fatalf("deltafs unmount of a stale mount: %v %s", err, out)
-	}
-	if mounttest.Mounted(m.Dir) {
-		t.Fatal("still mounted after deltafs unmount")
-	}
-	if out, err := mounttest.Run(bin, "unmount", m.Dir); err == nil {
-		t.Fatalf("unmounting a directory that is not mounted succeeded: %s", out)
+	// Stale: the server of a mount died, also with its overlays stacked
+	// (--overlay), which `deltafs unmount` clears with it. The mount
+	// point stat'ed while the server lived: its attributes must not
+	// answer for a dead server.
+	for _, flags := range [][]string{nil, {"--overlay"}} {
+		m := mounttest.Start(t, bin, table, append([]string{"--cache-dir", "none"}, flags...)...)
+		if _, err := os.Stat(filepath.Join(m.Dir, "latest", "_commit.json")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(m.Dir); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // the kernel keeps them a jiffy or two
+		if err := m.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(m.Dir); !errors.Is(err, syscall.ENOTCONN) {
+			t.Fatalf("%v: after killing the server: stat %v, want ENOTCONN", flags, err)
+		}
+		out, err = refusedMount(t, bin, table, m.Dir)
+		if err == nil || !strings.Contains(out, "not connected") || !strings.Contains(out, "deltafs unmount") {
+			t.Fatalf("%v: mount on a stale mount point: %v %q", flags, err, out)
+		}
+		if out, err := mounttest.Run(bin, "unmount", m.Dir); err != nil {
+			t.Fatalf("%v: deltafs unmount of a stale mount: %v %s", flags, err, out)
+		}
+		if mounttest.Mounted(m.Dir) || mounttest.Mounted(filepath.Join(m.Dir, "version", "2")) {
+			t.Fatalf("%v: still mounted after deltafs unmount", flags)
+		}
+		if out, err := mounttest.Run(bin, "unmount", m.Dir); err == nil {
+			t.Fatalf("%v: unmounting a directory that is not mounted succeeded: %s", flags, out)
+		}
 	}
 }
 
