@@ -128,6 +128,15 @@ func (p *prefiller) store(id uint64, data []byte) fuse.Status {
 	return st
 }
 
+// Prefilled returns the files and bytes the prefill pushed so far: reads
+// the sample layer served (and counted) that no FUSE READ asked for.
+func (r *Root) Prefilled() (files, bytes int64) {
+	if p := r.prefill; p != nil {
+		return p.files.Load(), p.used.Load()
+	}
+	return 0, 0
+}
+
 // PrefillStats are the prefill's counters: bytes and files pushed, files
 // not pushed, and the budget.
 func (r *Root) PrefillStats() map[string]any {
@@ -135,5 +144,6 @@ func (r *Root) PrefillStats() map[string]any {
 	if p == nil {
 		return map[string]any{"budget": 0}
 	}
-	return map[string]any{"budget": p.budget, "bytes": p.used.Load(), "files": p.files.Load(), "missed": p.missed.Load()}
+	files, bytes := r.Prefilled()
+	return map[string]any{"budget": p.budget, "bytes": bytes, "files": files, "missed": p.missed.Load()}
 }
