@@ -89,6 +89,7 @@ func figures() []figure {
 	fs = append(fs, tarFigures()...)         // bench/run/tar.go
 	fs = append(fs, pythonFigures()...)      // bench/run/python.go
 	fs = append(fs, whereFigures()...)       // bench/run/where.go
+	fs = append(fs, imagefolderFigures()...) // bench/run/imagefolder.go
 	return fs
 }
 
