@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -44,6 +45,7 @@ type prefiller struct {
 	root   *Root
 	budget int64
 	jobs   chan prefillJob
+	start  sync.Once // the pushing goroutine, started by the first listing
 
 	used   atomic.Int64 // bytes pushed
 	files  atomic.Int64 // files pushed
@@ -54,17 +56,27 @@ type prefiller struct {
 const prefillQueue = 256
 
 func newPrefiller(r *Root, budget int64) *prefiller {
-	p := &prefiller{root: r, budget: budget, jobs: make(chan prefillJob, prefillQueue)}
-	go p.run()
-	return p
+	return &prefiller{root: r, budget: budget, jobs: make(chan prefillJob, prefillQueue)}
 }
 
 // queue asks for the samples ids of sh to be pushed, without waiting (a
-// full queue drops them: they are read as usual).
+// full queue drops them: they are read as usual). It is called while
+// serving a listing, so the server is serving: the goroutine it starts
+// the first time ends when the server does (a Root that never served, or
+// never listed, starts none).
 func (p *prefiller) queue(sh *sample.Shard, ids []uint64) {
 	if p == nil || len(ids) == 0 || p.used.Load() >= p.budget {
 		return
 	}
+	s := p.root.server
+	if s == nil {
+		return
+	}
+	p.start.Do(func() {
+		served := make(chan struct{})
+		go func() { s.Wait(); close(served) }()
+		go p.run(served)
+	})
 	select {
 	case p.jobs <- prefillJob{sh: sh, ids: ids}:
 	default:
@@ -72,9 +84,24 @@ func (p *prefiller) queue(sh *sample.Shard, ids []uint64) {
 	}
 }
 
-func (p *prefiller) run() {
+// run pushes the queued listings until served is closed, which also
+// cancels a read in flight (one stuck in storage must not outlive the
+// mount).
+func (p *prefiller) run(served <-chan struct{}) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-served
+		cancel()
+	}()
 	var buf []byte
-	for job := range p.jobs {
+	for {
+		var job prefillJob
+		select {
+		case <-ctx.Done():
+			return
+		case job = <-p.jobs:
+		}
 		// The reply carrying these entries may still be on its way to
 		// the kernel: give it a moment before the first store.
 		time.Sleep(time.Millisecond)
@@ -92,7 +119,10 @@ func (p *prefiller) run() {
 			if int64(cap(buf)) < size {
 				buf = make([]byte, size)
 			}
-			n, err := job.sh.ReadAt(context.Background(), pos, buf[:size], 0)
+			n, err := job.sh.ReadAt(ctx, pos, buf[:size], 0)
+			if ctx.Err() != nil {
+				return
+			}
 			if err != nil || int64(n) != size {
 				// The reader's own READ will meet the error and say it.
 				p.used.Add(-size)

@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +105,53 @@ func TestPrefillServesReadsWithoutRequests(t *testing.T) {
 				t.Fatalf("%d READs for %d samples of which %d pushed, want %d", got, n, pushed, n-pushed)
 			}
 		})
+	}
+}
+
+// prefillGoroutines counts the goroutines running the prefill.
+func prefillGoroutines() int {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	return strings.Count(string(buf), "fs.(*prefiller).run(")
+}
+
+// TestPrefillEndsWithTheMount: the prefill's goroutine ends when its mount
+// does (it outlived every in-process mount: a leak per mount, and a read
+// stuck in storage could hold it), and a Root that never listed, or never
+// mounted, starts none.
+func TestPrefillEndsWithTheMount(t *testing.T) {
+	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: digits(50, 0)}}, nil, nil)
+	before := prefillGoroutines()
+	s, err := sample.New(tbl.Options(sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dfs.NewRoot(context.Background(), dfs.Options{Samples: s, Prefill: 1 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if n := prefillGoroutines(); n != before {
+		t.Fatalf("a Root that never mounted runs %d prefill goroutines", n-before)
+	}
+	t.Run("mount", func(t *testing.T) {
+		mnt, root := mountPrefill(t, tbl, 1<<20)
+		if _, err := os.ReadDir(filepath.Join(mnt, "version", "0", "shard", "0")); err != nil {
+			t.Fatal(err)
+		}
+		for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			if _, files := prefilled(root); files == 50 {
+				break
+			}
+		}
+		if _, files := prefilled(root); files != 50 || prefillGoroutines() != before+1 {
+			t.Fatalf("%d files pushed by %d goroutines, want 50 by 1", files, prefillGoroutines()-before)
+		}
+	})
+	// The subtest's cleanup unmounted it.
+	for end := time.Now().Add(5 * time.Second); prefillGoroutines() > before && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := prefillGoroutines() - before; n != 0 {
+		t.Fatalf("%d prefill goroutines still run after the unmount", n)
 	}
 }
