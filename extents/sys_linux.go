@@ -30,8 +30,15 @@ func OpenFile(path string, direct bool) (f *os.File, isDirect bool, err error) {
 // fuseSuperMagic is statfs's f_type of FUSE filesystems.
 const fuseSuperMagic = 0x65735546
 
-// onFUSE reports whether path lies on a FUSE filesystem (a deltafs mount).
+// overlaySuperMagic is statfs's f_type of overlayfs, which a deltafs mount
+// stacks on its version directories with --overlay.
+const overlaySuperMagic = 0x794c7630
+
+// onFUSE reports whether path lies on a FUSE filesystem (a deltafs mount),
+// or on an overlayfs, as the version directories of a mount with
+// --overlay are: O_DIRECT through an overlay reaches the FUSE file below
+// it, while its page cache would serve an extent list materialised before.
 func onFUSE(path string) bool {
 	var st unix.Statfs_t
-	return unix.Statfs(path, &st) == nil && st.Type == fuseSuperMagic
+	return unix.Statfs(path, &st) == nil && (st.Type == fuseSuperMagic || st.Type == overlaySuperMagic)
 }

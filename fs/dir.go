@@ -144,6 +144,7 @@ func (r *Root) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOu
 	if _, errno := r.list(requestCtx(cancel, &in.InHeader), n); errno != 0 {
 		return status(errno)
 	}
+	r.entered(n, node{})
 	if immutableDir(n) {
 		out.OpenFlags = fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE
 	}
@@ -176,6 +177,12 @@ func (r *Root) readDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEnt
 	}
 	self := in.NodeId
 	mtime := r.versionTime(n.version)
+	var pushed []uint64 // samples given a kernel inode, for the prefill
+	defer func() {
+		if l.sh != nil {
+			r.prefill.queue(l.sh, pushed)
+		}
+	}()
 	for i := int(in.Offset); i < l.n+2; i++ {
 		var name string
 		var c node
@@ -226,6 +233,9 @@ func (r *Root) readDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEnt
 		e.SetAttrTimeout(timeout)
 		r.kernelInodes.Add(1)
 		r.ctr.ListedPlus.Add(1)
+		if c.kind == kindSample && r.prefill != nil {
+			pushed = append(pushed, id)
+		}
 	}
 	return fuse.OK
 }

@@ -67,7 +67,13 @@ func (r *Root) known(v int64) bool {
 // attr fills the attributes of node n and returns their kernel timeout.
 func (r *Root) attr(ctx context.Context, n node, a *fuse.Attr) (time.Duration, syscall.Errno) {
 	switch n.kind {
-	case kindRoot, kindVersions:
+	case kindRoot:
+		// Never cached: a stat of the mount point after the server died
+		// must say ENOTCONN (CheckMountpoint, scripts), not what an
+		// earlier stat (an overlay's mount, `ls -ld`) left in the kernel.
+		dirAttr(a, r.latestTime())
+		return expireAtOnce, 0
+	case kindVersions:
 		dirAttr(a, r.latestTime())
 		return r.opts.Refresh, 0
 	case kindAtDir, kindMetaDir:
@@ -252,6 +258,7 @@ func (r *Root) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out
 	}
 	ctx := requestCtx(cancel, h)
 	c, errno := r.child(ctx, parent, name)
+	r.entered(parent, c)
 	if errno == syscall.ENOENT {
 		// A negative entry: the kernel asks again only after the timeout.
 		*out = fuse.EntryOut{}

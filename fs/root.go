@@ -45,6 +45,10 @@ type Options struct {
 	// Off, the mount disables xattrs altogether, so that `ls -l` costs no
 	// getxattr round trips.
 	Xattrs bool
+	// Prefill is the budget, in bytes, of sample bytes pushed into the
+	// kernel's page cache ahead of the reader after a listing (see
+	// prefill.go); 0: none.
+	Prefill int64
 }
 
 // DefaultKernelInodes is Options.KernelInodes' default: about 110 MiB of
@@ -98,6 +102,9 @@ type Root struct {
 	readLatency cache.Histogram // FUSE reads of sample files, as served
 	usage       usageCache      // the latest version's size, for StatFs
 	ctr         Counters
+
+	ovl     atomic.Pointer[overlays] // set by StartOverlays
+	prefill *prefiller               // nil: no prefill
 }
 
 // Counters count what the kernel asked.
@@ -124,6 +131,9 @@ func NewRoot(ctx context.Context, opts Options) (*Root, error) {
 	opts.fill()
 	r := &Root{RawFileSystem: fuse.NewDefaultRawFileSystem(), opts: opts, log: opts.Logger, started: time.Now(), latest: -1}
 	r.stats.root = r
+	if opts.Prefill > 0 {
+		r.prefill = newPrefiller(r, opts.Prefill)
+	}
 	if err := r.refresh(ctx); err != nil {
 		return nil, err
 	}

@@ -121,7 +121,9 @@ func (r *Root) DefaultStats() map[string]any {
 			"ioctls":        r.ctr.Ioctls.Load(),
 			"sample_reads":  r.ctr.SampleReads.Load(),
 			"inode_budget":  r.opts.KernelInodes,
+			"overlays":      r.Overlays(),
 		},
+		"prefill": r.PrefillStats(),
 	}
 	if pollErr != nil {
 		out["versions"].(map[string]any)["error"] = pollErr.Error()

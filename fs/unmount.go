@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 )
@@ -13,10 +14,18 @@ import (
 // lazy: detach now, finish when the last open file closes), and when that
 // fails and the process runs as root, with umount(2) (MNT_DETACH when
 // lazy). It does not look at what is mounted at dir: `deltafs unmount`
-// checks that first (FindMount, FSType). Errors are one line; a mount
+// checks that first (FindMount, FSType). The overlays stacked inside
+// the mount (overlay.go) go first. Errors are one line; a mount
 // point in use is ErrBusy (what to do about it is the caller's to say: a
 // flag of its own, or waiting).
 func Unmount(dir string, lazy bool) error {
+	if UnmountOverlays(dir, lazy) && !lazy {
+		if _, err := os.Stat(filepath.Join(dir, ".deltafs", "stats")); errors.Is(err, syscall.ENOTCONN) {
+			// The server died: only a lazy unmount, which detaches
+			// what is under dir, clears what is left.
+			lazy = true
+		}
+	}
 	args := []string{"-u"}
 	if lazy {
 		args = append(args, "-z")

@@ -175,11 +175,14 @@ func TestReadShardTooSmallCache(t *testing.T) {
 }
 
 // TestReadSample reads single samples by path, through the xattr (--xattrs)
-// and through the shard's extent list (without), also after eviction.
+// and through the shard's extent list (without, and through --overlay's
+// overlayfs), also after eviction.
 func TestReadSample(t *testing.T) {
 	f := fakes(t)
 	r := newReader(t, f.opts(ModeAuto))
-	for _, flags := range [][]string{{"--xattrs"}, nil} {
+	// --overlay: the extent list is read through an overlayfs, whose page
+	// cache must not serve a list materialised before an eviction.
+	for _, flags := range [][]string{{"--xattrs"}, nil, {"--overlay"}} {
 		cacheDir := t.TempDir()
 		m := mountDigits(t, 40, cacheDir, flags...)
 		sd := filepath.Join(m.Dir, "version", "0", "shard", "1")

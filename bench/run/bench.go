@@ -178,7 +178,14 @@ func (b *bench) readloopFlags(ctx context.Context, threads int, flags []string, 
 
 // imagefolder times ImageFolder epochs over root, in samples/s per epoch.
 func (b *bench) imagefolder(root string, epochs int) ([]float64, error) {
-	out, err := run(b.python, "bench/scripts/imagefolder_epochs.py", root, "--epochs", strconv.Itoa(epochs), "--workers", "2")
+	return b.imagefolderArgs(root, epochs, "--workers", "2")
+}
+
+// imagefolderArgs is imagefolder with the script's flags (--workers,
+// --batch, --shuffle).
+func (b *bench) imagefolderArgs(root string, epochs int, flags ...string) ([]float64, error) {
+	args := append([]string{"bench/scripts/imagefolder_epochs.py", root, "--epochs", strconv.Itoa(epochs)}, flags...)
+	out, err := run(b.python, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -64,6 +64,9 @@ func main() {
 		}
 	}
 	b.close()
+	if err := os.MkdirAll(filepath.Dir(*results), 0o755); err != nil {
+		log.Fatal(err)
+	}
 	if err := b.write(*results, filepath.Join(filepath.Dir(*results), "throughput.svg"), time.Since(start)); err != nil {
 		log.Fatal(err)
 	}

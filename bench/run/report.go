@@ -72,6 +72,7 @@ func figures() []figure {
 	fs = append(fs,
 		figure{"ImageFolder epoch 1: mount / local disk", "mnist-784B/imagefolder/deltafs epoch 1", "mnist-784B/imagefolder/local disk epoch 1", "≥ 0.8", atLeast(0.8)},
 		figure{"ImageFolder epoch 2: mount / local disk", "mnist-784B/imagefolder/deltafs epoch 2", "mnist-784B/imagefolder/local disk epoch 2", "≥ 0.95", atLeast(0.95)},
+		figure{"ImageFolder remount over the warm disk cache, page cache dropped / local disk warm", "mnist-784B/imagefolder/deltafs remount, warm disk cache", "mnist-784B/imagefolder/local disk epoch 2", "≥ 0.8", atLeast(0.8)},
 		figure{"data bytes read for one random sample, cold / (its file's largest data page + tail read)", "mnist-784B/random sample/data bytes read", "mnist-784B/random sample/bound: page + tail", "≤ 1", atMost(1)},
 		figure{"data reads for one random sample, cold", "mnist-784B/random sample/data reads", "", "≤ 2 (tail, page)", atMost(2)},
 		figure{"sample index build, shard 0 on a fresh mount (s)", "mnist-784B/index build, shard 0", "", "–", nil},
@@ -89,6 +90,7 @@ func figures() []figure {
 	fs = append(fs, pythonFigures()...)      // bench/run/python.go
 	fs = append(fs, whereFigures()...)       // bench/run/where.go
 	fs = append(fs, largeSampleFigures()...) // bench/run/largesample.go
+	fs = append(fs, imagefolderFigures()...) // bench/run/imagefolder.go
 	return fs
 }
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Time ImageFolder epochs: imagefolder_epochs.py ROOT [--epochs 2] [--workers 2]
+"""Time ImageFolder epochs: imagefolder_epochs.py ROOT [--epochs 2] [--workers 2] [--batch 64] [--shuffle]
 
 Loads ROOT with torchvision's unmodified ImageFolder through a DataLoader
-(ToTensor, batch 64) and prints one JSON line: samples and seconds per epoch.
+(ToTensor, batch 64 unless --batch, in order unless --shuffle) and prints one
+JSON line: samples and seconds per epoch.
 """
 import argparse
 import json
@@ -18,10 +19,12 @@ def main():
     p.add_argument("root")
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--workers", type=int, default=2)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--shuffle", action="store_true")
     a = p.parse_args()
     torch.set_num_threads(1)
     ds = datasets.ImageFolder(a.root, transform=transforms.ToTensor())
-    dl = DataLoader(ds, batch_size=64, shuffle=False, num_workers=a.workers)
+    dl = DataLoader(ds, batch_size=a.batch, shuffle=a.shuffle, num_workers=a.workers)
     secs = []
     for _ in range(a.epochs):
         start, n = time.perf_counter(), 0

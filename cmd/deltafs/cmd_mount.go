@@ -32,6 +32,8 @@ type mountOptions struct {
 	Refresh      time.Duration
 	Immutable    time.Duration
 	KernelInodes int64
+	Overlay      bool
+	Prefill      string
 
 	MetricsAddr string
 	AllowOther  bool
@@ -47,6 +49,8 @@ func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.Refresh, "refresh", 10*time.Second, "how often to look for new commits (also the kernel timeout of latest, version/ and at/)")
 	f.DurationVar(&o.Immutable, "immutable-timeout", 24*time.Hour, "kernel entry/attribute timeout under version/N (versions never change)")
 	f.Int64Var(&o.KernelInodes, "kernel-inodes", dfs.DefaultKernelInodes, "listings give entries their attributes (sparing a first open its LOOKUP) while the kernel holds fewer than this many of the mount's inodes, about 1.1 KiB of kernel memory each; past it, names only (0: names only, always)")
+	f.BoolVar(&o.Overlay, "overlay", false, "as root, stack a read-only overlayfs on each version directory read (and latest's), so that Python's isatty on every open() is answered in the kernel instead of an IOCTL round trip (off by default: see the README for what it changes)")
+	f.StringVar(&o.Prefill, "prefill", "auto", "push up to this many sample bytes into the kernel's page cache ahead of the reader after each listing, over the mount's life (auto: an eighth of memory, at most 8GiB; 0: none)")
 	o.cacheFlags.addFlags(f)
 	f.BoolVar(&o.Xattrs, "xattrs", false, "serve each sample file's disk-cache extent as the xattr "+extents.XattrName+" (materialising it on demand); off by default because xattrs cost ls -l a round trip per file")
 	f.StringVar(&o.MetricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics (e.g. localhost:9100; default: none)")
@@ -111,6 +115,13 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 			return err
 		}
 	}
+	prefill := dfs.DefaultPrefill()
+	if o.Prefill != "auto" {
+		var err error
+		if prefill, err = parseSize("--prefill", o.Prefill); err != nil {
+			return usageError{err}
+		}
+	}
 	stk, err := openStack(ctx, location, &o.specFlags, &o.cacheFlags)
 	if err != nil {
 		return err
@@ -124,7 +135,8 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	var root *dfs.Root
 	rootOpts := dfs.Options{
 		Samples: stk.Samples, Refresh: o.Refresh, Immutable: o.Immutable, KernelInodes: kernelInodes(o.KernelInodes),
-		Stats: func() any { return mountStats(root, stk.Table) },
+		Prefill: prefill,
+		Stats:   func() any { return mountStats(root, stk.Table) },
 	}
 	if stk.Cache.Dir() != "" {
 		// Every shard gets _extents.tsv; --xattrs adds the per-file xattr.
@@ -150,6 +162,11 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 		return fmt.Errorf("mount %s: %w", mnt, err)
 	}
 	mounted = true
+	if o.Overlay {
+		if err := root.StartOverlays(mnt); err != nil {
+			slog.Warn(err.Error())
+		}
+	}
 	slog.Info("mounted", "table", location, "mountpoint", mnt, "versions", len(stk.Versions), "latest", stk.Latest.Version,
 		"spec", stk.Describe, "cache", stk.cacheDir, "refresh", o.Refresh)
 

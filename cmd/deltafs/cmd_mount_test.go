@@ -250,10 +250,13 @@ func TestMountMNIST(t *testing.T) {
 		t.Errorf("_commit.json: %s %v", commit, err)
 	}
 	// 10,000 listed, 1 in 97 per class read (plus the sample list): the
-	// counters say so.
+	// counters say so. The sample layer's reads are the FUSE READs and
+	// the samples the prefill read after the listings (pushed, or missed
+	// when the kernel had already forgotten their inodes).
 	st := readStats(t, m.Dir)
-	if st.Index.Samples != 10000 || st.Reads.Samples == 0 || st.Reads.Errors != 0 || st.Reads.Latency.Count < uint64(st.Reads.Samples) {
-		t.Errorf(".deltafs/stats: index %+v, reads %+v", st.Index, st.Reads)
+	if st.Index.Samples != 10000 || st.Reads.Samples == 0 || st.Reads.Errors != 0 || st.Prefill.Files == 0 ||
+		st.Reads.Latency.Count+uint64(st.Prefill.Files+st.Prefill.Missed) < uint64(st.Reads.Samples) {
+		t.Errorf(".deltafs/stats: index %+v, reads %+v, prefill %+v", st.Index, st.Reads, st.Prefill)
 	}
 	if st.Storage.DataFileBytesRead == 0 || st.Storage.PagesDecoded == 0 || st.Cache.MemMisses == 0 || st.Cache.MemHits == 0 {
 		t.Errorf(".deltafs/stats: storage %+v, cache memory hits %d misses %d", st.Storage, st.Cache.MemHits, st.Cache.MemMisses)
@@ -559,26 +562,38 @@ func TestMountBusyAndStaleMountpoint(t *testing.T) {
 		t.Fatalf("mount on a busy mount point: %v %q", err, out)
 	}
 
-	// Stale: the server of a mount died.
-	m := mounttest.Start(t, bin, table, "--cache-dir", "none")
-	if err := m.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(m.Dir); !errors.Is(err, syscall.ENOTCONN) {
-		t.Fatalf("after killing the server: stat %v, want ENOTCONN", err)
-	}
-	out, err = refusedMount(t, bin, table, m.Dir)
-	if err == nil || !strings.Contains(out, "not connected") || !strings.Contains(out, "deltafs unmount") {
-		t.Fatalf("mount on a stale mount point: %v %q", err, out)
-	}
-	if out, err := mounttest.Run(bin, "unmount", m.Dir); err != nil {
-		t.Fatalf("deltafs unmount of a stale mount: %v %s", err, out)
-	}
-	if mounttest.Mounted(m.Dir) {
-		t.Fatal("still mounted after deltafs unmount")
-	}
-	if out, err := mounttest.Run(bin, "unmount", m.Dir); err == nil {
-		t.Fatalf("unmounting a directory that is not mounted succeeded: %s", out)
+	// Stale: the server of a mount died, also with its overlays stacked
+	// (--overlay), which `deltafs unmount` clears with it. The mount
+	// point stat'ed while the server lived: its attributes must not
+	// answer for a dead server.
+	for _, flags := range [][]string{nil, {"--overlay"}} {
+		m := mounttest.Start(t, bin, table, append([]string{"--cache-dir", "none"}, flags...)...)
+		if _, err := os.Stat(filepath.Join(m.Dir, "latest", "_commit.json")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(m.Dir); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond) // the kernel keeps them a jiffy or two
+		if err := m.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(m.Dir); !errors.Is(err, syscall.ENOTCONN) {
+			t.Fatalf("%v: after killing the server: stat %v, want ENOTCONN", flags, err)
+		}
+		out, err = refusedMount(t, bin, table, m.Dir)
+		if err == nil || !strings.Contains(out, "not connected") || !strings.Contains(out, "deltafs unmount") {
+			t.Fatalf("%v: mount on a stale mount point: %v %q", flags, err, out)
+		}
+		if out, err := mounttest.Run(bin, "unmount", m.Dir); err != nil {
+			t.Fatalf("%v: deltafs unmount of a stale mount: %v %s", flags, err, out)
+		}
+		if mounttest.Mounted(m.Dir) || mounttest.Mounted(filepath.Join(m.Dir, "version", "2")) {
+			t.Fatalf("%v: still mounted after deltafs unmount", flags)
+		}
+		if out, err := mounttest.Run(bin, "unmount", m.Dir); err == nil {
+			t.Fatalf("%v: unmounting a directory that is not mounted succeeded: %s", flags, out)
+		}
 	}
 }
 

@@ -37,6 +37,11 @@ type statsJSON struct {
 		Errors  int64         `json:"errors"`
 		Latency cache.Latency `json:"latency"` // of FUSE sample reads
 	} `json:"reads"`
+	Prefill struct {
+		Files  int64 `json:"files"` // sample reads served to the prefill, not to a FUSE READ
+		Bytes  int64 `json:"bytes"`
+		Missed int64 `json:"missed"` // not pushed: read but the kernel had forgotten the inode, or not read
+	} `json:"prefill"`
 	Cache cache.Stats `json:"cache"`
 }
 

@@ -17,7 +17,7 @@ import (
 
 // metricsRegistry is a private registry with what a mount counts: the
 // cache's collectors, the storage and page-fetch counters, the sample
-// layer's counters, FUSE read latency, and the Go runtime.
+// layer's counters, the prefill's, FUSE read latency, and the Go runtime.
 func metricsRegistry(stk *stack, root *dfs.Root) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -40,6 +40,8 @@ func metricsRegistry(stk *stack, root *dfs.Root) *prometheus.Registry {
 	counter("deltafs_sample_read_errors_total", "Sample file reads that failed.", func() float64 { return float64(sc.ReadErrors.Load()) })
 	counter("deltafs_index_files_built_total", "Data files whose sample index was built (scanned).", func() float64 { return float64(sc.FilesIndexed.Load()) })
 	counter("deltafs_index_files_cached_total", "Data files whose sample index came from the cache.", func() float64 { return float64(sc.FilesFromCache.Load()) })
+	counter("deltafs_prefill_files_total", "Sample files pushed into the kernel's page cache ahead of the reader (--prefill).", func() float64 { f, _ := root.Prefilled(); return float64(f) })
+	counter("deltafs_prefill_bytes_total", "Bytes pushed into the kernel's page cache ahead of the reader (--prefill).", func() float64 { _, b := root.Prefilled(); return float64(b) })
 	reg.MustRegister(root.ReadLatency().Collector("deltafs_fuse_read_seconds", "Latency of FUSE reads of sample files."))
 	return reg
 }
