@@ -2,6 +2,7 @@ package sharing
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -78,7 +79,26 @@ const maxProfile = 1 << 20
 
 // LoadProfile reads and checks a profile file: a regular file of at most
 // maxProfile bytes (a named pipe or a device is refused without blocking).
+// Its errors quote what the file holds (a type, an endpoint) but never its
+// token or client secret, whatever field they turn up in.
 func LoadProfile(path string, now time.Time) (Profile, error) {
+	p, err := loadProfile(path, now)
+	if err != nil {
+		var given Profile
+		if b, rerr := storage.ReadConfig(path, maxProfile); rerr == nil && json.Unmarshal(b, &given) == nil {
+			msg := err.Error()
+			for _, s := range []string{given.BearerToken, given.ClientSecret} {
+				if s != "" {
+					msg = strings.ReplaceAll(msg, s, "***")
+				}
+			}
+			return Profile{}, errors.New(msg)
+		}
+	}
+	return p, err
+}
+
+func loadProfile(path string, now time.Time) (Profile, error) {
 	b, err := storage.ReadConfig(path, maxProfile)
 	if err != nil {
 		return Profile{}, fmt.Errorf("profile %s: %w", path, err)
