@@ -42,7 +42,7 @@ type cluster struct {
 	proxies  []*cloudtest.Proxy
 }
 
-func startCluster(t *testing.T, layout string) *cluster {
+func startCluster(t *testing.T, layout string, flags ...string) *cluster {
 	t.Helper()
 	bin := buildDeltafs(t)
 	endpoint := s3test.StartGofakes3(t)
@@ -60,9 +60,10 @@ func startCluster(t *testing.T, layout string) *cluster {
 			}
 		}
 		c.proxies = append(c.proxies, p)
-		c.mounts = append(c.mounts, mount(t, bin, c.table, "--s3-endpoint", p.Endpoint, "--s3-path-style", "--s3-region", s3test.Region,
-			"--image", "28x28", "--class-column", "label", "--shards", fmt.Sprint(nodes*ranksPerNode), "--shard-layout", layout,
-			"--cache-dir", filepath.Join(t.TempDir(), fmt.Sprintf("node%d-cache", n))))
+		args := append([]string{"--s3-endpoint", p.Endpoint, "--s3-path-style", "--s3-region", s3test.Region,
+			"--image", "28x28", "--class-column", "label", "--shards", fmt.Sprint(nodes * ranksPerNode), "--shard-layout", layout,
+			"--cache-dir", filepath.Join(t.TempDir(), fmt.Sprintf("node%d-cache", n))}, flags...)
+		c.mounts = append(c.mounts, mount(t, bin, c.table, args...))
 	}
 	return c
 }
@@ -214,7 +215,10 @@ func TestMultiNodeDDP(t *testing.T) {
 // the collective timeout), and no rank reports a complete epoch.
 func TestMultiNodeMountKilled(t *testing.T) {
 	python := needTorchvision(t)
-	c := startCluster(t, "contiguous")
+	// --prefill 0: the prefill would push the whole (small) shard into the
+	// page cache before the kill, and the ranks would finish on its true
+	// bytes; here the reads after the kill must need the server.
+	c := startCluster(t, "contiguous", "--prefill", "0")
 	pause := filepath.Join(t.TempDir(), "go-on")
 	ns := c.train(t, python, 4*time.Minute, "--epochs", "1", "--expect", "10000", "--pause", pause, "--timeout", "20")
 	deadline := time.Now().Add(3 * time.Minute)
