@@ -340,12 +340,16 @@ func TestPublishFailsWithTheMountsError(t *testing.T) {
 	cleanupTargets(t, target)
 	p := startPlugin(t, state)
 	defer p.stop()
-	err := p.publish("vol", target, map[string]string{"table": filepath.Join(t.TempDir(), "no-such-table")}, nil)
+	err := p.publish("vol", target, map[string]string{"table": filepath.Join(t.TempDir(), "no-such-table")}, map[string]string{"googleServiceAccountKey": `{"type":"service_account"}`})
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "no-such-table") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("%v, want FailedPrecondition naming the table in one line", err)
 	}
 	if dfs.Mounted(target) {
 		t.Error("the target is mounted after a failed publish")
+	}
+	// Nothing is left in the state directory: no record, no secret file.
+	if entries, _ := os.ReadDir(filepath.Join(state, "mounts")); len(entries) != 0 {
+		t.Errorf("a failed publish left %d entries in the state directory (its secret files among them)", len(entries))
 	}
 	err = p.publish("vol", target, map[string]string{"table": table(t), "shards": "0"}, nil)
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "shards") {

@@ -106,9 +106,18 @@ func detach(target string) {
 
 // start runs `deltafs mount` for spec at target and waits until the mount
 // point serves, or the process ends (its last log line is the error), or
-// ms.ready passes.
+// ms.ready passes. A failed start leaves no state behind: the volume's
+// directory, with its secret files, is removed.
 func (ms *mounts) start(volumeID, target string, spec mountSpec) (*mount, error) {
 	dir := ms.volumeDir(target)
+	m, err := ms.launch(volumeID, target, dir, spec)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+	}
+	return m, err
+}
+
+func (ms *mounts) launch(volumeID, target, dir string, spec mountSpec) (*mount, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("state directory: %v", err)
 	}
