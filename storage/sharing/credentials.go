@@ -101,6 +101,10 @@ type oauth struct {
 	next    time.Time // no attempt before it (floor and back-off)
 	backoff time.Duration
 	failing error // the last renewal's error, until one succeeds
+	// renewing: a request is asking the endpoint (without o.mu); renewed
+	// wakes those that wait for it with no valid token.
+	renewing bool
+	renewed  *sync.Cond
 }
 
 func newOAuth(p Profile, path string, hc *http.Client, timeout time.Duration, log *slog.Logger, now func() time.Time) *oauth {
@@ -116,42 +120,67 @@ func newOAuth(p Profile, path string, hc *http.Client, timeout time.Duration, lo
 	// endpoint echo the request's header.
 	secret.Add(p.ClientSecret)
 	secret.Add(base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(p.ClientID) + ":" + url.QueryEscape(p.ClientSecret))))
-	return &oauth{cfg: cfg, hc: &tc, timeout: timeout, path: path, log: log, now: now}
+	o := &oauth{cfg: cfg, hc: &tc, timeout: timeout, path: path, log: log, now: now}
+	o.renewed = sync.NewCond(&o.mu)
+	return o
 }
 
 func (o *oauth) token(ctx context.Context) (string, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	now := o.now()
-	valid := o.tok != "" && (o.expiry.IsZero() || now.Before(o.expiry))
-	if valid && (o.renewAt.IsZero() || now.Before(o.renewAt)) {
-		return o.tok, nil
-	}
-	if now.Before(o.next) {
-		if valid {
+	for {
+		now := o.now()
+		valid := o.valid(now)
+		switch {
+		case valid && (o.renewAt.IsZero() || now.Before(o.renewAt)):
 			return o.tok, nil
+		case now.Before(o.next) && valid:
+			return o.tok, nil
+		case now.Before(o.next):
+			return "", o.failing
+		case !o.renewing:
+		case valid:
+			return o.tok, nil // renewed by another request; the old token serves meanwhile
+		default:
+			o.renewed.Wait() // no token to serve: wait for that renewal
+			continue
 		}
-		return "", o.failing
+		break
 	}
-	err := o.fetch(ctx, now)
-	if err == nil {
-		return o.tok, nil
-	}
-	if valid {
+	// One request at a time asks the endpoint, without holding o.mu:
+	// the others go on with the old token while it is valid.
+	o.renewing = true
+	o.mu.Unlock()
+	t, err := o.request(ctx)
+	o.mu.Lock()
+	o.renewing = false
+	o.renewed.Broadcast()
+	now := o.now()
+	if err = o.apply(t, err, now); err == nil || o.valid(now) {
 		return o.tok, nil
 	}
 	return "", err
 }
 
-// fetch asks the token endpoint for a token; o.mu is held (one request at
-// a time, the others wait for its answer).
-func (o *oauth) fetch(ctx context.Context, now time.Time) error {
+// valid reports whether the token o holds may still be sent at now.
+func (o *oauth) valid(now time.Time) bool {
+	return o.tok != "" && (o.expiry.IsZero() || now.Before(o.expiry))
+}
+
+// request asks the token endpoint for a token, within o.timeout.
+func (o *oauth) request(ctx context.Context) (*oauth2.Token, error) {
 	tctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	t, err := o.cfg.Token(context.WithValue(tctx, oauth2.HTTPClient, o.hc))
 	if err != nil && tctx.Err() != nil && ctx.Err() == nil {
 		err = fmt.Errorf("no answer within %v", o.timeout)
 	}
+	return t, err
+}
+
+// apply takes the endpoint's answer (t, err) at now: the new token, or
+// the failure and its back-off; o.mu is held.
+func (o *oauth) apply(t *oauth2.Token, err error, now time.Time) error {
 	if err == nil && t.TokenType != "" && !strings.EqualFold(t.Type(), "bearer") {
 		err = fmt.Errorf("it gave a token of type %q, not a bearer token", clipped(t.TokenType))
 	}

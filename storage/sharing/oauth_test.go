@@ -315,3 +315,34 @@ func TestBearerExpiration(t *testing.T) {
 		t.Errorf("after expiry: %v", err)
 	}
 }
+
+// A slow renewal does not stall the requests: while one asks the token
+// endpoint, the others go on with the old, still valid token.
+func TestOAuthSlowRenewalDoesNotStall(t *testing.T) {
+	var slow atomic.Bool
+	_, profile := oauthServer(t, 3*time.Second, func(w http.ResponseWriter, r *http.Request) bool {
+		if slow.Load() {
+			time.Sleep(1500 * time.Millisecond)
+		}
+		return false
+	})
+	var log bytes.Buffer
+	c := oauthClient(t, profile, 5*time.Second, &log)
+	ctx := context.Background()
+	if _, err := c.Version(ctx); err != nil {
+		t.Fatal(err)
+	}
+	slow.Store(true)
+	time.Sleep(2100 * time.Millisecond) // renewal due, the token valid for 0.9 s more
+	go func() { _, _ = c.Version(ctx) }() // the request that renews
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	for i := 0; i < 5; i++ {
+		if _, err := c.Version(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("5 requests took %v while a renewal was in flight: they waited for it", d)
+	}
+}
