@@ -333,7 +333,7 @@ func TestOAuthSlowRenewalDoesNotStall(t *testing.T) {
 		t.Fatal(err)
 	}
 	slow.Store(true)
-	time.Sleep(2100 * time.Millisecond) // renewal due, the token valid for 0.9 s more
+	time.Sleep(2100 * time.Millisecond)   // renewal due, the token valid for 0.9 s more
 	go func() { _, _ = c.Version(ctx) }() // the request that renews
 	time.Sleep(100 * time.Millisecond)
 	start := time.Now()
