@@ -2,9 +2,11 @@ package fs
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -39,18 +41,32 @@ import (
 // MaxOverlays are mounted; further versions are served by the FUSE mount
 // alone. Unmount detaches them before the FUSE mount, also after the
 // server was killed (UnmountOverlays).
+//
+// The mount(2) of an overlay is made by a child process (mount(8)), never
+// by the server itself: overlayfs looks up and statfs-es its lower layer
+// while mounting, which are FUSE requests to this very server. Were the
+// server killed while one of them was read but not answered, the thread
+// in mount(2) would wait uninterruptibly for an answer that its own
+// process can no longer give, holding the new superblock's lock: the
+// process could not exit and every sync(2) on the machine would hang. A
+// child's mount(2) ends instead, with ENOTCONN, when the dying server's
+// /dev/fuse closes.
 
 // MaxOverlays bounds the overlays a mount stacks.
 const MaxOverlays = 64
+
+// overlayMountTimeout bounds one overlay's mount(8).
+const overlayMountTimeout = 30 * time.Second
 
 // overlayPoll is how often the overlay goroutine looks where latest
 // points.
 const overlayPoll = 200 * time.Millisecond
 
 type overlays struct {
-	mnt   string // the FUSE mount point, absolute
-	empty string // the empty second layer
-	want  chan int64
+	mnt      string // the FUSE mount point, absolute
+	empty    string // the empty second layer
+	mountCmd string // mount(8), which makes each overlay's mount(2)
+	want     chan int64
 
 	mu      sync.Mutex
 	mounted map[int64]bool // guarded by mu; versions tried (true: mounted)
@@ -63,9 +79,13 @@ type overlays struct {
 // overlayfs options cannot name): the caller logs the error, which says
 // what that costs, and the mount works without them.
 func (r *Root) StartOverlays(mnt string) error {
+	// Only the parent is resolved: a stat of the mount point itself would
+	// be a request to this server (see above).
 	abs, err := filepath.Abs(mnt)
 	if err == nil {
-		abs, err = filepath.EvalSymlinks(abs)
+		var dir string
+		dir, err = filepath.EvalSymlinks(filepath.Dir(abs))
+		abs = filepath.Join(dir, filepath.Base(abs))
 	}
 	if err != nil {
 		return overlayOff(err.Error())
@@ -76,11 +96,15 @@ func (r *Root) StartOverlays(mnt string) error {
 	if os.Geteuid() != 0 {
 		return overlayOff("not root")
 	}
+	mountCmd, err := exec.LookPath("mount")
+	if err != nil {
+		return overlayOff("no mount(8) command")
+	}
 	empty, err := os.MkdirTemp("", "deltafs-overlay-")
 	if err != nil {
 		return overlayOff(err.Error())
 	}
-	o := &overlays{mnt: abs, empty: empty, want: make(chan int64, 64), mounted: map[int64]bool{}}
+	o := &overlays{mnt: abs, empty: empty, mountCmd: mountCmd, want: make(chan int64, 64), mounted: map[int64]bool{}}
 	r.mu.RLock()
 	latest := r.latest
 	r.mu.RUnlock()
@@ -177,7 +201,15 @@ func (o *overlays) run(r *Root) {
 // mount stacks the overlay of version v.
 func (o *overlays) mount(v int64) error {
 	dir := filepath.Join(o.mnt, "version", strconv.FormatInt(v, 10))
-	err := unix.Mount("overlay", dir, "overlay", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, "lowerdir="+dir+":"+o.empty)
+	ctx, cancel := context.WithTimeout(context.Background(), overlayMountTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, o.mountCmd, "--no-canonicalize", "-n", "-t", "overlay", "overlay",
+		"-o", "ro,nosuid,nodev,lowerdir="+dir+":"+o.empty, dir).CombinedOutput()
+	if err != nil {
+		if msg := strings.TrimSpace(string(out)); msg != "" {
+			err = errors.New(msg)
+		}
+	}
 	o.mu.Lock()
 	o.mounted[v] = err == nil
 	o.mu.Unlock()

@@ -3,8 +3,11 @@ package fs_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -191,4 +194,95 @@ func overlaysIn(dir string) []string {
 		}
 	}
 	return out
+}
+
+// TestOverlayMountedByAChild: the overlay's mount(2) is made by a child
+// process, never by the server, so that a server killed in the middle of
+// it can exit (see the overlays' doc). A mount(8) placed first in PATH
+// records who ran it.
+func TestOverlayMountedByAChild(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("this test needs root: it mounts overlayfs")
+	}
+	real, err := exec.LookPath("mount")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, rec := t.TempDir(), filepath.Join(t.TempDir(), "calls")
+	script := "#!/bin/sh\necho \"$$ $PPID\" >> " + rec + "\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "mount"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
+	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: digits(4, 0)}}, nil, nil)
+	m := mount(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}, time.Hour)
+	t.Cleanup(func() { dfs.UnmountOverlays(m.dir, true) })
+	if err := m.root.StartOverlays(m.dir); err != nil {
+		t.Fatal(err)
+	}
+	if n := m.root.Overlays(); n != 1 {
+		t.Fatalf("%d overlays, want 1", n)
+	}
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatalf("mount(8) was not run: %v", err)
+	}
+	var pid, ppid int
+	if _, err := fmt.Sscan(string(b), &pid, &ppid); err != nil || pid == os.Getpid() || ppid != os.Getpid() {
+		t.Fatalf("mount(8) ran as %q, want a child of the server %d", b, os.Getpid())
+	}
+}
+
+// TestKilledWhileStackingExits: a server killed with SIGKILL while it
+// stacks overlays (each version directory walked into gets one) exits at
+// once, every time. When the server made the overlay's mount(2) itself,
+// a kill during it left the process unkillable, waiting for its own
+// answer, and every sync(2) on the machine hung behind it.
+func TestKilledWhileStackingExits(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("this test needs root: it mounts overlayfs")
+	}
+	bin := mounttest.Binary(t)
+	table := "../testdata/delta/kernelrs-compacted-log-files-table"
+	for i := range 5 {
+		m := mounttest.Start(t, bin, table, "--cache-dir", "none", "--prefill", "0")
+		for v := range 20 {
+			os.Stat(filepath.Join(m.Dir, "version", strconv.Itoa(v), "shard"))
+		}
+		time.Sleep(time.Duration(i) * 2 * time.Millisecond)
+		if err := m.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		exited, _ := m.Wait(10 * time.Second)
+		if !exited {
+			abortConnection(t, m.Dir)
+			t.Fatalf("round %d: the server killed while stacking overlays did not exit in 10 s", i)
+		}
+		if out, err := mounttest.Run(bin, "unmount", m.Dir); err != nil {
+			t.Fatalf("deltafs unmount after kill -9: %v\n%s", err, out)
+		}
+	}
+}
+
+// abortConnection aborts the FUSE connection of the mount at dir (fusectl),
+// which frees a server stuck waiting for its own answer.
+func abortConnection(t *testing.T, dir string) {
+	b, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 5 || f[4] != dir {
+			continue
+		}
+		_, minor, _ := strings.Cut(f[2], ":")
+		ctl := t.TempDir()
+		if err := unix.Mount("fusectl", ctl, "fusectl", 0, ""); err != nil {
+			t.Logf("fusectl: %v", err)
+			return
+		}
+		defer unix.Unmount(ctl, unix.MNT_DETACH)
+		if err := os.WriteFile(filepath.Join(ctl, minor, "abort"), []byte("1"), 0); err != nil {
+			t.Logf("abort: %v", err)
+		}
+	}
 }

@@ -49,7 +49,7 @@ func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
 	f.DurationVar(&o.Refresh, "refresh", 10*time.Second, "how often to look for new commits (also the kernel timeout of latest, version/ and at/)")
 	f.DurationVar(&o.Immutable, "immutable-timeout", 24*time.Hour, "kernel entry/attribute timeout under version/N (versions never change)")
 	f.Int64Var(&o.KernelInodes, "kernel-inodes", dfs.DefaultKernelInodes, "listings give entries their attributes (sparing a first open its LOOKUP) while the kernel holds fewer than this many of the mount's inodes, about 1.1 KiB of kernel memory each; past it, names only (0: names only, always)")
-	f.BoolVar(&o.Overlay, "overlay", false, "as root, stack a read-only overlayfs on each version directory read (and latest's), so that Python's isatty on every open() is answered in the kernel instead of an IOCTL round trip (off by default: see the README for what it changes)")
+	f.BoolVar(&o.Overlay, "overlay", true, "as root, stack a read-only overlayfs on each version directory read (and latest's), so that Python's isatty on every open() is answered in the kernel instead of an IOCTL round trip (not root: one warning line, and the mount goes on without them; --overlay=false: never; see the README for what it changes)")
 	f.StringVar(&o.Prefill, "prefill", "auto", "push up to this many sample bytes into the kernel's page cache ahead of the reader after each listing, over the mount's life (auto: an eighth of memory, at most 8GiB; 0: none)")
 	o.cacheFlags.addFlags(f)
 	f.BoolVar(&o.Xattrs, "xattrs", false, "serve each sample file's disk-cache extent as the xattr "+extents.XattrName+" (materialising it on demand); off by default because xattrs cost ls -l a round trip per file")
