@@ -166,7 +166,7 @@ func TestOverlaysCleanedAfterKill(t *testing.T) {
 	}
 	bin := mounttest.Binary(t)
 	table := "../testdata/delta/dat-basic_append"
-	m := mounttest.Start(t, bin, table, "--cache-dir", "none", "--overlay")
+	m := mounttest.Start(t, bin, table, "--cache-dir", "none")
 	if _, err := os.ReadDir(filepath.Join(m.Dir, "version", "0", "shard", "0")); err != nil {
 		t.Fatal(err)
 	}

@@ -180,9 +180,10 @@ func TestReadShardTooSmallCache(t *testing.T) {
 func TestReadSample(t *testing.T) {
 	f := fakes(t)
 	r := newReader(t, f.opts(ModeAuto))
-	// --overlay: the extent list is read through an overlayfs, whose page
-	// cache must not serve a list materialised before an eviction.
-	for _, flags := range [][]string{{"--xattrs"}, nil, {"--overlay"}} {
+	// The default (overlays): the extent list is read through an
+	// overlayfs, whose page cache must not serve a list materialised
+	// before an eviction.
+	for _, flags := range [][]string{{"--xattrs", "--overlay=false"}, {"--overlay=false"}, nil} {
 		cacheDir := t.TempDir()
 		m := mountDigits(t, 40, cacheDir, flags...)
 		sd := filepath.Join(m.Dir, "version", "0", "shard", "1")

@@ -11,8 +11,8 @@ import (
 // over the 60,000 MNIST training digits as 28x28 PNGs (Fashion-MNIST's
 // shape and sizes), DataLoader(batch_size=256, shuffle=True) with 0 and 2
 // workers, against the same files on local disk in the same run. Per
-// mount mode (the default, --overlay, and --prefill 0 to show what the
-// prefill gives): epoch 1 on a fresh mount over an empty disk cache with
+// mount mode (the default, with overlays and prefill; --overlay=false to
+// show what the overlays give; --prefill 0 to show what the prefill gives): epoch 1 on a fresh mount over an empty disk cache with
 // the page cache dropped, epoch 2 on the same mount, and one epoch on a
 // remount over the now warm disk cache with the page cache dropped again.
 // Local disk: epoch 1 after dropping the page cache, epoch 2 warm. Then
@@ -26,7 +26,7 @@ func init() { workloads = append(workloads, workload{"imagefolder", imagefolderW
 var ifModes = []struct {
 	name  string
 	flags []string
-}{{"deltafs", nil}, {"deltafs --overlay", []string{"--overlay"}}, {"deltafs --prefill 0", []string{"--prefill", "0"}}}
+}{{"deltafs", nil}, {"deltafs --overlay=false", []string{"--overlay=false"}}, {"deltafs --prefill 0", []string{"--prefill", "0"}}}
 
 var ifWorkers = []int{0, 2}
 

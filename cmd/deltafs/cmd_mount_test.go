@@ -563,10 +563,10 @@ func TestMountBusyAndStaleMountpoint(t *testing.T) {
 	}
 
 	// Stale: the server of a mount died, also with its overlays stacked
-	// (--overlay), which `deltafs unmount` clears with it. The mount
+	// (the default), which `deltafs unmount` clears with it. The mount
 	// point stat'ed while the server lived: its attributes must not
 	// answer for a dead server.
-	for _, flags := range [][]string{nil, {"--overlay"}} {
+	for _, flags := range [][]string{{"--overlay=false"}, nil} {
 		m := mounttest.Start(t, bin, table, append([]string{"--cache-dir", "none"}, flags...)...)
 		if _, err := os.Stat(filepath.Join(m.Dir, "latest", "_commit.json")); err != nil {
 			t.Fatal(err)
