@@ -4,10 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/aztest"
-	"github.com/deltafs/deltafs/internal/gcstest"
-	"github.com/deltafs/deltafs/internal/mounttest"
-	"github.com/deltafs/deltafs/internal/unitytest"
+	"github.com/deltafs/deltafs/catalog/unity/unitytest"
+	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/storage/azstore/aztest"
+	"github.com/deltafs/deltafs/storage/gcsstore/gcstest"
 )
 
 // Tables by name on Azure and GCS: the catalog (internal/unitytest) vends

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/cloudtest"
+	"github.com/deltafs/deltafs/storage/cloudtest"
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 )
