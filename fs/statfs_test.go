@@ -45,7 +45,7 @@ func mountDeltafs(t *testing.T, tbl *sampletest.Table, spec sample.Spec, refresh
 }
 
 // TestStatfs: statfs on any path of the mount reports a full read-only
-// filesystem the size of the latest version's data files (memtable: 1000
+// filesystem the size of the latest version's data files (sampletest: 1000
 // bytes plus one per row), with 4 KiB blocks, one inode per live row and
 // NAME_MAX 255 — and follows latest when a commit arrives.
 func TestStatfs(t *testing.T) {

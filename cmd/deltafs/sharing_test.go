@@ -20,7 +20,7 @@ import (
 )
 
 // Tables by name through Delta Sharing: a sharing server
-// (internal/sharingtest) serves every table of testdata/delta, its files
+// (storage/sharing/sharingtest) serves every table of testdata/delta, its files
 // through pre-signed URLs that expire on a short clock. Every table read
 // as PROFILE.share#share.schema.table equals the table read by path.
 

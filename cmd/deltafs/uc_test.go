@@ -18,7 +18,7 @@ import (
 	"github.com/deltafs/deltafs/storage/s3store/s3test"
 )
 
-// Tables by name in Unity Catalog: a catalog (internal/unitytest) that
+// Tables by name in Unity Catalog: a catalog (catalog/unity/unitytest) that
 // vends AWS sessions expiring on a short clock, in front of gofakes3 that
 // checks every request's signature and session (no static key reaches it
 // once the tables are uploaded). Every table of testdata/delta, read as

@@ -3,7 +3,7 @@
 // second opinion that checks SigV4; slow GETs), and an endpoint that
 // accepts connections and never answers (StartSilent). It also uploads
 // local table directories. Toxiproxy and the goroutine leak check are
-// internal/cloudtest's.
+// storage/cloudtest's.
 //
 // Every server is stopped by t.Cleanup. Clients use path-style URLs, region
 // us-east-1 and the static credentials AccessKey/SecretKey.
