@@ -41,10 +41,12 @@ type Spec struct {
 	// version or an error.
 	SkipUnreadable bool
 	// Where, when set, is a SQL boolean expression over the table's
-	// columns (package filter): only the rows it holds TRUE for are
-	// samples. Data files whose partition values or statistics exclude
-	// it are never opened.
-	Where string
+	// columns (package filter), parsed once by whoever reads it
+	// (filter.Parse: the command line's --where): only the rows it holds
+	// TRUE for are samples. Data files whose partition values or
+	// statistics exclude it are never opened. Each version binds it to
+	// its schema once (where.go).
+	Where *filter.Expr
 }
 
 // Validate checks the spec on its own (columns are checked per version).
@@ -60,24 +62,15 @@ func (s *Spec) Validate() error {
 	default:
 		return fmt.Errorf("--shard-layout %q: want %s or %s", s.Layout, LayoutBalanced, LayoutContiguous)
 	}
-	if s.Where != "" {
-		if _, err := filter.Parse(s.Where); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
 // bindWhere binds Spec.Where to a version's schema (nil without one).
 func (s *Spec) bindWhere(snap *snapshot.Snapshot) (*filter.Filter, error) {
-	if s.Where == "" {
+	if s.Where == nil {
 		return nil, nil
 	}
-	e, err := filter.Parse(s.Where)
-	if err != nil {
-		return nil, err
-	}
-	return filter.Bind(e, snap)
+	return filter.Bind(s.Where, snap)
 }
 
 func (s *Spec) shards() int {

@@ -98,7 +98,7 @@ func (v *Version) FilterCounts() (FilterCounts, bool) {
 
 // whereJSON is the "filter" member of _commit.json (nil without a filter).
 func (v *Version) whereJSON() any {
-	if v.s.opts.Spec.Where == "" {
+	if v.s.opts.Spec.Where == nil {
 		return nil
 	}
 	w := v.where()
@@ -106,7 +106,7 @@ func (v *Version) whereJSON() any {
 		Where string `json:"where"`
 		Error string `json:"error,omitempty"`
 		*FilterCounts
-	}{Where: filter.Brief(v.s.opts.Spec.Where)}
+	}{Where: filter.Brief(v.s.opts.Spec.Where.String())}
 	if w.err != nil {
 		out.Error = w.err.Error()
 	} else {

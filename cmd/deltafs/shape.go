@@ -40,8 +40,8 @@ func checkImageShape(ctx context.Context, location string, sf *specFlags, fetche
 	}
 	im := spec.Image
 	var where *filter.Filter // probe only files a --where keeps
-	if e, err := filter.Parse(spec.Where); err == nil && spec.Where != "" {
-		where, _ = filter.Bind(e, snap)
+	if spec.Where != nil {
+		where, _ = filter.Bind(spec.Where, snap)
 	}
 	var readErrs []error
 	for _, f := range snap.Files {
