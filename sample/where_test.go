@@ -105,3 +105,49 @@ func TestWhereThatDoesNotBind(t *testing.T) {
 		t.Errorf("_commit.json does not say the filter's error:\n%s", js)
 	}
 }
+
+// TestCheckImage: --image is checked against the first value the version
+// would serve: a wrong size fails naming the table, version and data
+// file; a file the filter skips is not asked (its values may be of any
+// size); files that cannot be read leave the check to the reads.
+func TestCheckImage(t *testing.T) {
+	ctx := context.Background()
+	img := sample.Image{H: 1, W: 3, C: 1}
+	tbl := whereTable(t) // values of 1 byte
+	tbl.Commit(time.Unix(1e9+1, 0), "WRITE", []sampletest.Add{{Path: "c", Rows: [][]any{{int64(200), nil}, {int64(201), []byte{1, 2, 3}}}}}, []string{"a"}, nil)
+	version := func(spec sample.Spec, v int64) *sample.Version {
+		ver, err := newSamples(t, tbl, spec).Version(ctx, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ver
+	}
+	err := version(sample.Spec{Image: img}, 0).CheckImage(ctx)
+	var fe *sample.FileError
+	if !errors.As(err, &fe) || fe.Path != "a" || fe.Version != 0 ||
+		err.Error() != "mem://table version 0: data file a: --image 1x3 needs 3-byte values (1x3x1), but column data holds 1 bytes" {
+		t.Errorf("wrong shape: %v", err)
+	}
+	// Version 1 holds b (1-byte values) and c (a null, then 3 bytes):
+	// a filter that skips b leaves c, whose first non-null value fits.
+	e, _ := filter.Parse("id >= 200")
+	if err := version(sample.Spec{Image: img, Where: e}, 1).CheckImage(ctx); err != nil {
+		t.Errorf("the filter's files fit: %v", err)
+	}
+	if err := version(sample.Spec{Image: img}, 1).CheckImage(ctx); err == nil || !strings.Contains(err.Error(), "data file b:") {
+		t.Errorf("without the filter b is checked: %v", err)
+	}
+	img3 := sample.Image{H: 1, W: 1, C: 3}
+	if err := version(sample.Spec{Image: img3}, 1).CheckImage(ctx); err == nil || !strings.Contains(err.Error(), "--image 1x1x3 needs 3-byte values (1x1x3)") {
+		t.Errorf("a shape with channels: %v", err)
+	}
+	// Nothing to check: no image, or no file that can be read.
+	if err := version(sample.Spec{}, 0).CheckImage(ctx); err != nil {
+		t.Errorf("without --image: %v", err)
+	}
+	tbl.Vacuum("b")
+	tbl.Vacuum("c")
+	if err := version(sample.Spec{Image: img}, 1).CheckImage(ctx); err != nil {
+		t.Errorf("unreadable files: %v", err)
+	}
+}

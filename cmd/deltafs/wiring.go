@@ -173,7 +173,7 @@ type stack struct {
 
 // openStack checks the flags, opens the table with them (package table:
 // it opens, lists, and its latest version can be read and fits the spec)
-// and checks --image against the data (checkImageShape). Errors in the
+// and checks --image against the data (sample.Version.CheckImage). Errors in the
 // flags are usageErrors.
 func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFlags) (*stack, error) {
 	spec, err := sf.spec()
@@ -193,9 +193,23 @@ func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFla
 	if err != nil {
 		return nil, cf.cacheError(err)
 	}
-	if err := checkImageShape(ctx, location, sf, s.Fetcher, s.Latest); err != nil {
+	latest, err := s.Samples.Version(ctx, s.Latest.Version)
+	if err == nil {
+		err = checkImage(ctx, location, latest)
+	}
+	if err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkImage checks --image against the version's data
+// (sample.Version.CheckImage), its error as one line.
+func checkImage(ctx context.Context, location string, ver *sample.Version) error {
+	err := ver.CheckImage(ctx)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	return fileErrorLine(location, err)
 }
