@@ -83,7 +83,7 @@
 // multiple of 4096; see entry.go for the byte layout. The payload therefore
 // starts 4 KiB-aligned and its last block lies inside the file, which lets
 // Locate and Materialize hand an extent to O_DIRECT and GPUDirect Storage
-// readers (Materialize, for package extents/materialize, writes the entry
+// readers (Materialize, for package cache/materialize, writes the entry
 // when missing, verifies it whole every time and returns an extents.Extent
 // with the payload's CRC-32, which readers without xxhash can check). An
 // entry costs its file size (header + payload rounded up to 4 KiB), which is

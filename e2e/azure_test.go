@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/aztest"
 	"github.com/deltafs/deltafs/internal/testkit"
+	"github.com/deltafs/deltafs/storage/azstore/aztest"
 )
 
 // TestImageFolderAzure writes the real MNIST test set into Azurite with

@@ -4,9 +4,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/gcstest"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage/gcsstore"
+	"github.com/deltafs/deltafs/storage/gcsstore/gcstest"
 )
 
 // TestImageFolderGCS imports the real MNIST test set straight into

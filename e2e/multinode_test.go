@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/cloudtest"
-	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/internal/testkit"
+	"github.com/deltafs/deltafs/storage/cloudtest"
+	"github.com/deltafs/deltafs/storage/s3store/s3test"
 )
 
 // A multi-node DDP run, simulated on this machine: each "node" its own

@@ -1,7 +1,7 @@
 // Package extents is what deltafs says about where samples' bytes lie in its
 // disk cache, so that a loader can read them without FUSE (with O_DIRECT,
 // or GPUDirect Storage through package gds): the one definition that the
-// producer (package extents/materialize, served by package fs) and the
+// producer (package cache/materialize, served by package fs) and the
 // readers (package gds, examples/gds/loader.py) share.
 //
 // An Extent is a sample's bytes at an offset in a cache file, with their

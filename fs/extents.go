@@ -12,7 +12,7 @@ import (
 )
 
 // Extents says where samples' bytes lie in the disk cache (package
-// extents/materialize implements it). fs only presents what it returns: the
+// cache/materialize implements it). fs only presents what it returns: the
 // extent xattr on sample files and the per-shard extent list.
 type Extents interface {
 	// XattrName is the sample files' extent attribute.

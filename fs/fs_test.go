@@ -19,10 +19,10 @@ import (
 	"time"
 
 	dfs "github.com/deltafs/deltafs/fs"
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/sample"
-	"github.com/deltafs/deltafs/sample/memtable"
+	"github.com/deltafs/deltafs/sample/sampletest"
 )
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -38,12 +38,12 @@ func digits(n, base int) [][]any {
 
 type mounted struct {
 	dir  string
-	tbl  *memtable.Table
+	tbl  *sampletest.Table
 	s    *sample.Samples
 	root *dfs.Root
 }
 
-func mount(t *testing.T, tbl *memtable.Table, spec sample.Spec, refresh time.Duration) *mounted {
+func mount(t *testing.T, tbl *sampletest.Table, spec sample.Spec, refresh time.Duration) *mounted {
 	t.Helper()
 	s, err := sample.New(tbl.Options(spec))
 	if err != nil {
@@ -61,9 +61,9 @@ func mount(t *testing.T, tbl *memtable.Table, spec sample.Spec, refresh time.Dur
 }
 
 func TestTree(t *testing.T) {
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a.parquet", Rows: digits(30, 0)}, {Path: "b.parquet", Rows: digits(20, 100)}}, nil, nil)
-	tbl.Commit(t0.Add(time.Hour), "WRITE", []memtable.Add{{Path: "c.parquet", Rows: digits(5, 200)}}, nil, nil)
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a.parquet", Rows: digits(30, 0)}, {Path: "b.parquet", Rows: digits(20, 100)}}, nil, nil)
+	tbl.Commit(t0.Add(time.Hour), "WRITE", []sampletest.Add{{Path: "c.parquet", Rows: digits(5, 200)}}, nil, nil)
 	m := mount(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label", Shards: 2}, time.Second)
 
 	if got := testkit.DirNames(t, m.dir); fmt.Sprint(got) != "[.deltafs at latest version]" {
@@ -214,8 +214,8 @@ func TestTree(t *testing.T) {
 }
 
 func TestNewVersionsAppearAndOldOnesStay(t *testing.T) {
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: digits(10, 0)}}, nil, nil)
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: digits(10, 0)}}, nil, nil)
 	m := mount(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}, 100*time.Millisecond)
 	sd := filepath.Join(m.dir, "version", "0", "shard", "0")
 	hash := func() string {
@@ -231,7 +231,7 @@ func TestNewVersionsAppearAndOldOnesStay(t *testing.T) {
 	}
 	before := hash()
 	for i := 1; i <= 20; i++ {
-		tbl.Commit(t0.Add(time.Duration(i)*time.Minute), "WRITE", []memtable.Add{{Path: fmt.Sprintf("n%02d", i), Rows: digits(3, 1000*i)}}, []string{"a"}[:i%2], nil)
+		tbl.Commit(t0.Add(time.Duration(i)*time.Minute), "WRITE", []sampletest.Add{{Path: fmt.Sprintf("n%02d", i), Rows: digits(3, 1000*i)}}, []string{"a"}[:i%2], nil)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -256,8 +256,8 @@ func TestNewVersionsAppearAndOldOnesStay(t *testing.T) {
 }
 
 func TestVacuumedFileFailsOnlyItsSamples(t *testing.T) {
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: digits(4, 0)}, {Path: "b", Rows: digits(4, 10)}}, nil, nil)
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: digits(4, 0)}, {Path: "b", Rows: digits(4, 10)}}, nil, nil)
 	m := mount(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}, time.Second)
 	sd := filepath.Join(m.dir, "version", "0", "shard", "0")
 	if _, err := os.ReadFile(filepath.Join(sd, "0.png")); err != nil {
@@ -277,8 +277,8 @@ func TestVacuumedFileFailsOnlyItsSamples(t *testing.T) {
 // is first listed fails as a whole (EIO for its listing, its sample list and
 // every name in it, readable or not): a loader never sees a smaller shard.
 func TestVacuumedBeforeIndexing(t *testing.T) {
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: digits(4, 0)}, {Path: "b", Rows: digits(4, 10)}}, nil, nil)
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: digits(4, 0)}, {Path: "b", Rows: digits(4, 10)}}, nil, nil)
 	tbl.Vacuum("b")
 	m := mount(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}, time.Second)
 	sd := filepath.Join(m.dir, "version", "0", "shard", "0")
@@ -296,10 +296,10 @@ func TestVacuumedBeforeIndexing(t *testing.T) {
 // second pass must be served by the kernel page cache (no sample reads).
 func TestLargeDirectory(t *testing.T) {
 	const n = 60000
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	var adds []memtable.Add
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	var adds []sampletest.Add
 	for f := range 6 {
-		adds = append(adds, memtable.Add{Path: fmt.Sprintf("part-%d", f), Rows: digits(n/6, f*n/6)})
+		adds = append(adds, sampletest.Add{Path: fmt.Sprintf("part-%d", f), Rows: digits(n/6, f*n/6)})
 	}
 	tbl.Commit(t0, "WRITE", adds, nil, nil)
 	m := mount(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}, time.Second)
@@ -345,10 +345,10 @@ func TestLargeDirectory(t *testing.T) {
 // version at once (shard indexes, file metadata and pages built under
 // contention), like DataLoader workers; run with -race.
 func TestConcurrentReaders(t *testing.T) {
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	var adds []memtable.Add
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	var adds []sampletest.Add
 	for f := range 8 {
-		adds = append(adds, memtable.Add{Path: fmt.Sprintf("part-%d", f), Rows: digits(500, f*500)})
+		adds = append(adds, sampletest.Add{Path: fmt.Sprintf("part-%d", f), Rows: digits(500, f*500)})
 	}
 	tbl.Commit(t0, "WRITE", adds, nil, nil)
 	m := mount(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label", Shards: 3}, time.Second)

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 )
 
 // TestMain removes the deltafs binary the mount tests build.

@@ -16,9 +16,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	dfs "github.com/deltafs/deltafs/fs"
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/sample"
-	"github.com/deltafs/deltafs/sample/memtable"
+	"github.com/deltafs/deltafs/sample/sampletest"
 )
 
 // isatty does what CPython's open() does with default buffering: open,
@@ -69,8 +69,8 @@ func TestOverlayAnswersIsatty(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Fatal("this test needs root: it mounts overlayfs")
 	}
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: digits(20, 0)}, {Path: "b", Rows: digits(20, 100)}}, nil, nil)
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: digits(20, 0)}, {Path: "b", Rows: digits(20, 100)}}, nil, nil)
 	m := mount(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}, 50*time.Millisecond)
 	t.Cleanup(func() {
 		if dfs.UnmountOverlays(m.dir, true) {
@@ -132,7 +132,7 @@ func TestOverlayAnswersIsatty(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(m.dir, "version", "1")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("version/1 before its commit: %v", err)
 	}
-	tbl.Commit(t0.Add(time.Minute), "WRITE", []memtable.Add{{Path: "c", Rows: digits(5, 200)}}, nil, nil)
+	tbl.Commit(t0.Add(time.Minute), "WRITE", []sampletest.Add{{Path: "c", Rows: digits(5, 200)}}, nil, nil)
 	waitFor(t, "latest -> version/1", func() bool {
 		l, _ := os.Readlink(filepath.Join(m.dir, "latest"))
 		return l == "version/1"

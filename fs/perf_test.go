@@ -14,7 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	dfs "github.com/deltafs/deltafs/fs"
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/scan"

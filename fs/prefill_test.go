@@ -11,13 +11,13 @@ import (
 	"time"
 
 	dfs "github.com/deltafs/deltafs/fs"
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/sample"
-	"github.com/deltafs/deltafs/sample/memtable"
+	"github.com/deltafs/deltafs/sample/sampletest"
 )
 
 // mountPrefill mounts tbl with a prefill budget (0: none).
-func mountPrefill(t *testing.T, tbl *memtable.Table, budget int64) (string, *dfs.Root) {
+func mountPrefill(t *testing.T, tbl *sampletest.Table, budget int64) (string, *dfs.Root) {
 	t.Helper()
 	s, err := sample.New(tbl.Options(sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}))
 	if err != nil {
@@ -43,8 +43,8 @@ func prefilled(r *dfs.Root) (bytes, files int64) {
 // read as usual, and the bytes pushed never exceed it.
 func TestPrefillServesReadsWithoutRequests(t *testing.T) {
 	const n = 200
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: digits(n, 0)}}, nil, nil)
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: digits(n, 0)}}, nil, nil)
 	plain, plainRoot := mountPrefill(t, tbl, 0)
 	sd := filepath.Join("version", "0", "shard", "0")
 	ents, err := os.ReadDir(filepath.Join(plain, sd))
@@ -120,8 +120,8 @@ func prefillGoroutines() int {
 // stuck in storage could hold it), and a Root that never listed, or never
 // mounted, starts none.
 func TestPrefillEndsWithTheMount(t *testing.T) {
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: digits(50, 0)}}, nil, nil)
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: digits(50, 0)}}, nil, nil)
 	before := prefillGoroutines()
 	s, err := sample.New(tbl.Options(sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}))
 	if err != nil {

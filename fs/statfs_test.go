@@ -15,15 +15,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	dfs "github.com/deltafs/deltafs/fs"
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/sample"
-	"github.com/deltafs/deltafs/sample/memtable"
+	"github.com/deltafs/deltafs/sample/sampletest"
 )
 
 // mountDeltafs mounts tbl with dfs.Mount, as `deltafs mount` does (not
 // gofs.Mount: the statfs and fsync answers are dfs.Mount's), and unmounts
 // in t.Cleanup.
-func mountDeltafs(t *testing.T, tbl *memtable.Table, spec sample.Spec, refresh time.Duration) (string, *dfs.Root) {
+func mountDeltafs(t *testing.T, tbl *sampletest.Table, spec sample.Spec, refresh time.Duration) (string, *dfs.Root) {
 	t.Helper()
 	mounttest.RequireFUSE(t)
 	s, err := sample.New(tbl.Options(spec))
@@ -45,12 +45,12 @@ func mountDeltafs(t *testing.T, tbl *memtable.Table, spec sample.Spec, refresh t
 }
 
 // TestStatfs: statfs on any path of the mount reports a full read-only
-// filesystem the size of the latest version's data files (memtable: 1000
+// filesystem the size of the latest version's data files (sampletest: 1000
 // bytes plus one per row), with 4 KiB blocks, one inode per live row and
 // NAME_MAX 255 — and follows latest when a commit arrives.
 func TestStatfs(t *testing.T) {
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a.parquet", Rows: digits(30, 0)}, {Path: "b.parquet", Rows: digits(20, 100)}}, nil, nil)
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a.parquet", Rows: digits(30, 0)}, {Path: "b.parquet", Rows: digits(20, 100)}}, nil, nil)
 	dir, _ := mountDeltafs(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, Shards: 2}, 100*time.Millisecond)
 
 	want := func(bytes, rows uint64) unix.Statfs_t {
@@ -76,7 +76,7 @@ func TestStatfs(t *testing.T) {
 	}
 
 	// A new version: the figures follow latest.
-	tbl.Commit(t0.Add(time.Hour), "WRITE", []memtable.Add{{Path: "c.parquet", Rows: digits(5000, 200)}}, nil, nil)
+	tbl.Commit(t0.Add(time.Hour), "WRITE", []sampletest.Add{{Path: "c.parquet", Rows: digits(5000, 200)}}, nil, nil)
 	v1 := want(1030+1020+6000, 5050)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -110,8 +110,8 @@ func statfsString(s unix.Statfs_t) string {
 // filesystem), every directory is 0555, and .deltafs/ carries the mount's
 // start time, not 1970.
 func TestFsyncAndDirectoryModes(t *testing.T) {
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a.parquet", Rows: digits(12, 0)}}, nil, nil)
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a.parquet", Rows: digits(12, 0)}}, nil, nil)
 	before := time.Now().Add(-time.Second)
 	dir, _ := mountDeltafs(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label"}, time.Second)
 	after := time.Now().Add(time.Second)

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	dfs "github.com/deltafs/deltafs/fs"
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/sample"
-	"github.com/deltafs/deltafs/sample/memtable"
+	"github.com/deltafs/deltafs/sample/sampletest"
 )
 
 // TestStatsFresh: every read of MOUNT/.deltafs/stats is a new rendering,
@@ -21,8 +21,8 @@ import (
 // an old one. The rendering has the same length every time, so a stale
 // page would not be noticed by a size change.
 func TestStatsFresh(t *testing.T) {
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: digits(4, 0)}}, nil, nil)
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: digits(4, 0)}}, nil, nil)
 	s, err := sample.New(tbl.Options(sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}))
 	if err != nil {
 		t.Fatal(err)

@@ -14,9 +14,9 @@ import (
 	"testing"
 
 	dfs "github.com/deltafs/deltafs/fs"
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/sample"
-	"github.com/deltafs/deltafs/sample/memtable"
+	"github.com/deltafs/deltafs/sample/sampletest"
 )
 
 // opcodeCounter counts the FUSE requests the server receives, by opcode,
@@ -52,8 +52,8 @@ func (c *opcodeCounter) take() map[string]int {
 // READ, LOOKUP, GETATTR, FLUSH or GETXATTR request. The first epoch must
 // send READs (else the counter counts nothing).
 func TestWarmPassNoRequests(t *testing.T) {
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a.parquet", Rows: digits(150, 0)}, {Path: "b.parquet", Rows: digits(150, 1000)}}, nil, nil)
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a.parquet", Rows: digits(150, 0)}, {Path: "b.parquet", Rows: digits(150, 1000)}}, nil, nil)
 	s, err := sample.New(tbl.Options(sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label"}))
 	if err != nil {
 		t.Fatal(err)

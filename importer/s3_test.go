@@ -15,12 +15,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/deltafs/deltafs/internal/s3test"
-	"github.com/deltafs/deltafs/internal/snaptest"
 	"github.com/deltafs/deltafs/internal/testkit"
+	"github.com/deltafs/deltafs/snapshot/snaptest"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/s3store"
+	"github.com/deltafs/deltafs/storage/s3store/s3test"
 	"github.com/deltafs/deltafs/writer"
 )
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/sample"
-	"github.com/deltafs/deltafs/sample/memtable"
+	"github.com/deltafs/deltafs/sample/sampletest"
 )
 
 // TestShardClassWarning: with the contiguous layout, shards of a
@@ -25,8 +25,8 @@ func TestShardClassWarning(t *testing.T) {
 	)
 	build := func(typ string, label func(i int) any, only ...int) string {
 		var logs bytes.Buffer
-		tbl := memtable.New("id:long", "label:"+typ, "pixels:binary")
-		tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a.parquet", Rows: rowsOf(30, 0, label, img)}}, nil, nil)
+		tbl := sampletest.New("id:long", "label:"+typ, "pixels:binary")
+		tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a.parquet", Rows: rowsOf(30, 0, label, img)}}, nil, nil)
 		opts := tbl.Options(sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label", Shards: 3, Layout: sample.LayoutContiguous})
 		opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 		s, err := sample.New(opts)

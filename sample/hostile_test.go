@@ -12,7 +12,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/deltafs/deltafs/internal/pqtest"
+	"github.com/deltafs/deltafs/internal/pqcheck/pqtest"
 	"github.com/deltafs/deltafs/storage"
 )
 

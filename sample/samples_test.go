@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/sample"
-	"github.com/deltafs/deltafs/sample/memtable"
+	"github.com/deltafs/deltafs/sample/sampletest"
 	"github.com/deltafs/deltafs/storage"
 )
 
@@ -35,7 +35,7 @@ func img(i int) []byte {
 	return p
 }
 
-func newSamples(t *testing.T, tbl *memtable.Table, spec sample.Spec) *sample.Samples {
+func newSamples(t *testing.T, tbl *sampletest.Table, spec sample.Spec) *sample.Samples {
 	t.Helper()
 	s, err := sample.New(tbl.Options(spec))
 	if err != nil {
@@ -62,9 +62,9 @@ func shards(t *testing.T, s *sample.Samples, v int64) []*sample.Shard {
 }
 
 func TestShardsSplitEvenlyAndReadOnlyTheirFiles(t *testing.T) {
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
 	lab := func(i int) any { return int32(i % 3) }
-	tbl.Commit(t0, "WRITE", []memtable.Add{
+	tbl.Commit(t0, "WRITE", []sampletest.Add{
 		{Path: "a.parquet", Rows: rowsOf(10, 0, lab, img)},
 		{Path: "b.parquet", Rows: rowsOf(7, 100, lab, img)},
 		{Path: "c.parquet", Rows: rowsOf(5, 200, lab, img)},
@@ -102,10 +102,10 @@ func TestShardsSplitEvenlyAndReadOnlyTheirFiles(t *testing.T) {
 }
 
 func TestVersionsShareFileMetadata(t *testing.T) {
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
 	lab := func(i int) any { return int32(i % 2) }
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: rowsOf(4, 0, lab, img)}}, nil, nil)
-	tbl.Commit(t0.Add(time.Second), "WRITE", []memtable.Add{{Path: "b", Rows: rowsOf(4, 10, lab, img)}}, nil, nil)
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: rowsOf(4, 0, lab, img)}}, nil, nil)
+	tbl.Commit(t0.Add(time.Second), "WRITE", []sampletest.Add{{Path: "b", Rows: rowsOf(4, 10, lab, img)}}, nil, nil)
 	s := newSamples(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}})
 	v0 := shards(t, s, 0)
 	v1 := shards(t, s, 1)
@@ -118,11 +118,11 @@ func TestVersionsShareFileMetadata(t *testing.T) {
 }
 
 func TestImageSamples(t *testing.T) {
-	tbl := memtable.New("id:long", "label:double", "pixels:binary")
+	tbl := sampletest.New("id:long", "label:double", "pixels:binary")
 	rows := rowsOf(12, 0, func(i int) any { return float64(i) }, img)
 	rows[5][2] = []byte{1, 2, 3} // wrong length
 	rows[6][1] = nil             // null class
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: rows}}, nil, nil)
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: rows}}, nil, nil)
 	s := newSamples(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label"})
 	sh := shards(t, s, 0)[0]
 	want := []string{"00", "01", "02", "03", "04", "05", "07", "08", "09", "10", "11", sample.NullName}
@@ -161,8 +161,8 @@ func TestImageSamples(t *testing.T) {
 }
 
 func TestDuplicateAndEscapedIDs(t *testing.T) {
-	tbl := memtable.New("id:string", "data:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: [][]any{
+	tbl := sampletest.New("id:string", "data:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: [][]any{
 		{"7", []byte("\x89PNG\r\n\x1a\nxx")}, {"7", []byte("\xff\xd8\xff\xe0jpeg")}, {"7", []byte("raw")},
 		{"a/b", []byte("x")}, {"..", []byte("x")}, {nil, []byte("x")}, {"7~1", []byte("x")},
 		{"__null__", []byte("x")}, // the text, not a null: another name
@@ -183,8 +183,8 @@ func TestDuplicateAndEscapedIDs(t *testing.T) {
 }
 
 func TestJSONSamplesAndDerivedIDs(t *testing.T) {
-	tbl := memtable.New("letter:string", "number:long")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "p/x.parquet", Rows: [][]any{{"a", int64(1)}, {"b", nil}}}}, nil, nil)
+	tbl := sampletest.New("letter:string", "number:long")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "p/x.parquet", Rows: [][]any{{"a", int64(1)}, {"b", nil}}}}, nil, nil)
 	s := newSamples(t, tbl, sample.Spec{})
 	sh := shards(t, s, 0)[0]
 	for pos := range sh.Len() {
@@ -192,7 +192,7 @@ func TestJSONSamplesAndDerivedIDs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := string(memtable.RenderJSON([]string{"letter", "number"}, []any{[]string{"a", "b"}[pos], []any{int64(1), nil}[pos]})) + "\n"
+		want := string(sampletest.RenderJSON([]string{"letter", "number"}, []any{[]string{"a", "b"}[pos], []any{int64(1), nil}[pos]})) + "\n"
 		if string(got) != want || sh.Size(pos) != int64(len(want)) {
 			t.Fatalf("sample %d = %q (size %d), want %q", pos, got, sh.Size(pos), want)
 		}
@@ -210,9 +210,9 @@ func TestJSONSamplesAndDerivedIDs(t *testing.T) {
 // leaves its rows out, with one warning.
 func TestUnreadableFileFailsItsShard(t *testing.T) {
 	build := func(spec sample.Spec) (*sample.Samples, *bytes.Buffer) {
-		tbl := memtable.New("id:long", "label:integer", "pixels:binary")
+		tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
 		lab := func(i int) any { return int32(i % 2) }
-		tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: rowsOf(4, 0, lab, img)}, {Path: "b", Rows: rowsOf(4, 10, lab, img)}}, nil, nil)
+		tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: rowsOf(4, 0, lab, img)}, {Path: "b", Rows: rowsOf(4, 10, lab, img)}}, nil, nil)
 		tbl.Vacuum("b")
 		var logs bytes.Buffer
 		opts := tbl.Options(spec)
@@ -281,8 +281,8 @@ func TestUnreadableFileFailsItsShard(t *testing.T) {
 // checked against the rows the file holds; nothing is sized by the claim.
 func TestRowCountsMustAgree(t *testing.T) {
 	for _, claim := range []int64{1 << 40, 30_000_000, 3, 0} {
-		tbl := memtable.New("id:long", "pixels:binary")
-		tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: rowsOf(5, 0, func(int) any { return nil }, img)}}, nil, nil)
+		tbl := sampletest.New("id:long", "pixels:binary")
+		tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: rowsOf(5, 0, func(int) any { return nil }, img)}}, nil, nil)
 		snap, _ := tbl.Snapshot(context.Background(), 0)
 		snap.Files[0].NumRecords = claim
 		s := newSamples(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, Shards: 2})
@@ -311,10 +311,10 @@ func TestRowCountsMustAgree(t *testing.T) {
 // class, sizes differ by at most one, every sample is in exactly one
 // shard, and rows appended by a later commit move only remainder rows.
 func TestBalancedLayout(t *testing.T) {
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
 	clustered := func(base int) func(i int) any { return func(i int) any { return int32((base + i) / 10) } }
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "z", Rows: rowsOf(30, 0, clustered(0), img)}, {Path: "a", Rows: rowsOf(14, 100, clustered(30), img)}}, nil, nil)
-	tbl.Commit(t0.Add(time.Minute), "WRITE", []memtable.Add{{Path: "m", Rows: rowsOf(27, 200, clustered(0), img)}}, nil, nil)
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "z", Rows: rowsOf(30, 0, clustered(0), img)}, {Path: "a", Rows: rowsOf(14, 100, clustered(30), img)}}, nil, nil)
+	tbl.Commit(t0.Add(time.Minute), "WRITE", []sampletest.Add{{Path: "m", Rows: rowsOf(27, 200, clustered(0), img)}}, nil, nil)
 	const S = 4
 	s := newSamples(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label", Shards: S})
 	where := map[int64]map[string]int{} // version -> id -> shard
@@ -360,8 +360,8 @@ func TestBalancedLayout(t *testing.T) {
 // TestReservedNames: no sample or class folder takes a name deltafs uses
 // for its own entries, and the text "__null__" never reads as a null.
 func TestReservedNames(t *testing.T) {
-	tbl := memtable.New("id:string", "data:binary", "path:string")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: [][]any{
+	tbl := sampletest.New("id:string", "data:binary", "path:string")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: [][]any{
 		{"_samples", []byte("x"), "f.tsv"}, {"_extents", []byte("y"), "f.tsv"}, {"ok", []byte("z"), "f.tsv"},
 	}}}, nil, nil)
 	sh := shards(t, newSamples(t, tbl, sample.Spec{}), 0)[0]
@@ -373,8 +373,8 @@ func TestReservedNames(t *testing.T) {
 			t.Fatalf("%q does not unescape to its id", sh.Name(pos))
 		}
 	}
-	tbl = memtable.New("id:long", "label:string", "pixels:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: [][]any{
+	tbl = sampletest.New("id:long", "label:string", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: [][]any{
 		{int64(1), "_samples.tsv", img(0)}, {int64(2), "_extents.tsv", img(1)}, {int64(3), "__null__", img(2)}, {int64(4), nil, img(3)},
 	}}}, nil, nil)
 	sh = shards(t, newSamples(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label"}), 0)[0]
@@ -393,8 +393,8 @@ func TestReservedNames(t *testing.T) {
 // and escaped strings, with and without class folders.
 func TestSampleListExact(t *testing.T) {
 	long := strings.Repeat("é", 200)
-	tbl := memtable.New("id:string", "label:string", "data:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: [][]any{
+	tbl := sampletest.New("id:string", "label:string", "data:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: [][]any{
 		{"7", "x", []byte("\x89PNG\r\n\x1a\nxx")}, {"7", "y", []byte("raw")}, {nil, "x", []byte("a")},
 		{"_samples", "_extents.tsv", []byte("b")}, {long, nil, []byte("c")}, {long + "x", "x", []byte("d")},
 		{"a/b\n", "x", []byte("e")}, {"__null__", "y", []byte("f")},
@@ -426,12 +426,12 @@ func TestSampleListExact(t *testing.T) {
 // (from a path column) names the ones past the 255th .bin, never another
 // sample's extension.
 func TestManyExtensions(t *testing.T) {
-	tbl := memtable.New("id:long", "data:binary", "path:string")
+	tbl := sampletest.New("id:long", "data:binary", "path:string")
 	var rows [][]any
 	for i := range 300 {
 		rows = append(rows, []any{int64(i), []byte("raw"), fmt.Sprintf("f.e%d", i)})
 	}
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: rows}}, nil, nil)
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: rows}}, nil, nil)
 	sh := shards(t, newSamples(t, tbl, sample.Spec{}), 0)[0]
 	for pos := range sh.Len() {
 		want := fmt.Sprintf("%d.e%d", pos, pos)

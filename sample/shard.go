@@ -600,7 +600,7 @@ func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
 
 // SampleKey names the sample at pos by content identity, for caching each
 // sample's bytes as one unit (the disk-cache extents of package
-// extents/materialize): the data file and its size, the physical row, and
+// cache/materialize): the data file and its size, the physical row, and
 // what of the spec shapes the bytes (the data column; the image encoding
 // and shape; for JSON samples the schema). Versions and shards sharing a
 // data file share the keys. It never fails: the shard was built from

@@ -41,10 +41,12 @@ type Spec struct {
 	// version or an error.
 	SkipUnreadable bool
 	// Where, when set, is a SQL boolean expression over the table's
-	// columns (package filter): only the rows it holds TRUE for are
-	// samples. Data files whose partition values or statistics exclude
-	// it are never opened.
-	Where string
+	// columns (package filter), parsed once by whoever reads it
+	// (filter.Parse: the command line's --where): only the rows it holds
+	// TRUE for are samples. Data files whose partition values or
+	// statistics exclude it are never opened. Each version binds it to
+	// its schema once (where.go).
+	Where *filter.Expr
 }
 
 // Validate checks the spec on its own (columns are checked per version).
@@ -60,24 +62,15 @@ func (s *Spec) Validate() error {
 	default:
 		return fmt.Errorf("--shard-layout %q: want %s or %s", s.Layout, LayoutBalanced, LayoutContiguous)
 	}
-	if s.Where != "" {
-		if _, err := filter.Parse(s.Where); err != nil {
-			return err
-		}
-	}
 	return nil
 }
 
 // bindWhere binds Spec.Where to a version's schema (nil without one).
 func (s *Spec) bindWhere(snap *snapshot.Snapshot) (*filter.Filter, error) {
-	if s.Where == "" {
+	if s.Where == nil {
 		return nil, nil
 	}
-	e, err := filter.Parse(s.Where)
-	if err != nil {
-		return nil, err
-	}
-	return filter.Bind(e, snap)
+	return filter.Bind(s.Where, snap)
 }
 
 func (s *Spec) shards() int {
@@ -115,7 +108,9 @@ const NoData = "-"
 
 var numericTypes = map[string]bool{"byte": true, "short": true, "integer": true, "long": true, "float": true, "double": true}
 
-func (s *Spec) resolve(snap *snapshot.Snapshot) (*resolved, error) {
+// resolve applies the spec to snap's schema; where is Spec.Where bound to
+// it (Version.bound: the version binds it once).
+func (s *Spec) resolve(snap *snapshot.Snapshot, where func() (*filter.Filter, error)) (*resolved, error) {
 	schema := snap.Schema
 	if schema == nil {
 		return nil, errors.New("version has no schema")
@@ -174,7 +169,7 @@ func (s *Spec) resolve(snap *snapshot.Snapshot) (*resolved, error) {
 	if err := r.checkRoles(); err != nil {
 		return nil, err
 	}
-	if r.filter, err = s.bindWhere(snap); err != nil {
+	if r.filter, err = where(); err != nil {
 		return nil, err
 	}
 	r.layout = s.Layout
@@ -235,13 +230,22 @@ func (r *resolved) identity() string {
 // itself: the resolved spec and what the mode adds.
 func (r *resolved) fileSpec(v *Version) string { return r.key + r.mode.fileKey(v) }
 
-// Describe is the spec as resolved against a version's schema, for the log
-// line printed at mount.
-func (s *Spec) Describe(snap *snapshot.Snapshot) (string, error) {
-	r, err := s.resolve(snap)
+// Describe is the spec as resolved against the version's schema, for the
+// log line printed at mount, with what its filter made of the data files
+// (FilterCounts). Its error is the cause alone, as the spec's resolution
+// gives it: the caller names the table and version.
+func (v *Version) Describe() (string, error) {
+	v.mu.Lock()
+	err := v.resolveLocked()
+	r := v.spec
+	v.mu.Unlock()
 	if err != nil {
+		if se := (*SpecError)(nil); errors.As(err, &se) {
+			return "", se.Err
+		}
 		return "", err
 	}
+	s := &v.s.opts.Spec
 	var b strings.Builder
 	if r.id != nil {
 		fmt.Fprintf(&b, "id=%s", r.id.name)
@@ -254,7 +258,7 @@ func (s *Spec) Describe(snap *snapshot.Snapshot) (string, error) {
 	}
 	fmt.Fprintf(&b, " shards=%d layout=%s", s.shards(), r.layout)
 	if r.filter != nil {
-		c := countDecisions(r.filter, snap)
+		c := v.where().counts
 		fmt.Fprintf(&b, " where=%q files_pruned=%d files_skipped=%d files_read=%d", filter.Brief(r.filter.String()), c.Pruned, c.Skipped, c.Read)
 	}
 	return b.String(), nil

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/sample"
-	"github.com/deltafs/deltafs/sample/memtable"
+	"github.com/deltafs/deltafs/sample/sampletest"
 	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -88,7 +88,7 @@ func (g *gatedRows) Columns(ctx context.Context, snap *snapshot.Snapshot, f *sna
 
 // gatedVersion is version 0 of tbl under spec, its rows read through a
 // gate on data file d.
-func gatedVersion(t *testing.T, tbl *memtable.Table, spec sample.Spec) (*gatedRows, *sample.Version) {
+func gatedVersion(t *testing.T, tbl *sampletest.Table, spec sample.Spec) (*gatedRows, *sample.Version) {
 	t.Helper()
 	g := &gatedRows{Rows: tbl, gate: newGate("d")}
 	opts := tbl.Options(spec)
@@ -105,11 +105,11 @@ func gatedVersion(t *testing.T, tbl *memtable.Table, spec sample.Spec) (*gatedRo
 }
 
 // interruptTable is a table of files a..f, 40 samples each, with classes.
-func interruptTable() *memtable.Table {
-	tbl := memtable.New("id:long", "label:string", "data:binary")
-	var adds []memtable.Add
+func interruptTable() *sampletest.Table {
+	tbl := sampletest.New("id:long", "label:string", "data:binary")
+	var adds []sampletest.Add
 	for i, name := range []string{"a", "b", "c", "d", "e", "f"} {
-		adds = append(adds, memtable.Add{Path: name, Rows: rowsOf(40, 100*i, func(j int) any { return fmt.Sprint("class", j%3) }, func(j int) []byte {
+		adds = append(adds, sampletest.Add{Path: name, Rows: rowsOf(40, 100*i, func(j int) any { return fmt.Sprint("class", j%3) }, func(j int) []byte {
 			return bytes.Repeat([]byte{byte(j)}, 1+j*37%700)
 		})})
 	}
@@ -119,7 +119,7 @@ func interruptTable() *memtable.Table {
 
 // cleanTar is the whole tar view of shard 0 after a build nobody
 // interrupted, on a Samples of its own.
-func cleanTar(t *testing.T, tbl *memtable.Table, spec sample.Spec) []byte {
+func cleanTar(t *testing.T, tbl *sampletest.Table, spec sample.Spec) []byte {
 	t.Helper()
 	sh := shards(t, newSamples(t, tbl, spec), 0)[0]
 	return readTar(t, sh.Tar(), 1<<20)

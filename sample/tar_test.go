@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/sample"
-	"github.com/deltafs/deltafs/sample/memtable"
+	"github.com/deltafs/deltafs/sample/sampletest"
 )
 
 // readTar reads the whole tar view of sh, in reads of chunk bytes.
@@ -41,8 +41,8 @@ func readTar(t *testing.T, tv *sample.Tar, chunk int) []byte {
 // with and without class folders, in bytes and JSON modes.
 func TestTarView(t *testing.T) {
 	long := strings.Repeat("é", 120)
-	tbl := memtable.New("id:string", "label:string", "data:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: [][]any{
+	tbl := sampletest.New("id:string", "label:string", "data:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: [][]any{
 		{"7", "x", []byte("\x89PNG\r\n\x1a\nxx")}, {"7", "y", []byte("raw")}, {nil, "x", []byte("a")},
 		{"_samples", "_extents.tsv", []byte("b")}, {long, nil, bytes.Repeat([]byte("c"), 1000)},
 		{strings.Repeat("k", 97), "x", []byte("d")}, {"a.b.c", "x", []byte("e")}, {"__null__", "y", []byte{}},
@@ -110,10 +110,10 @@ func TestTarView(t *testing.T) {
 // of the archive that covers its bytes — never zeros or a shorter member —
 // while reads of the other samples' ranges succeed.
 func TestTarViewFailsClosed(t *testing.T) {
-	tbl := memtable.New("id:long", "label:double", "pixels:binary")
+	tbl := sampletest.New("id:long", "label:double", "pixels:binary")
 	rows := rowsOf(12, 0, func(i int) any { return float64(i % 3) }, img)
 	rows[5][2] = []byte{1, 2, 3} // wrong length: not a 2x2 image
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: rows}}, nil, nil)
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: rows}}, nil, nil)
 	sh := shards(t, newSamples(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label"}), 0)[0]
 	tv := sh.Tar()
 	bad := -1

@@ -161,7 +161,7 @@ func (v *Version) resolveLocked() error {
 	if v.spec != nil {
 		return nil
 	}
-	r, err := v.s.opts.Spec.resolve(v.snap)
+	r, err := v.s.opts.Spec.resolve(v.snap, v.bound)
 	if err != nil {
 		return &SpecError{Table: v.s.location(), Version: v.snap.Version, Err: err}
 	}

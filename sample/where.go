@@ -25,15 +25,6 @@ type FilterCounts struct {
 	All     int `json:"filesAllRowsMatch"`
 }
 
-// countDecisions decides every data file of snap.
-func countDecisions(f *filter.Filter, snap *snapshot.Snapshot) FilterCounts {
-	var c FilterCounts
-	for _, a := range snap.Files {
-		c.add(f.Decide(snap, a))
-	}
-	return c
-}
-
 func (c *FilterCounts) add(d filter.Decision) {
 	switch d {
 	case filter.Pruned:
@@ -48,24 +39,38 @@ func (c *FilterCounts) add(d filter.Decision) {
 	}
 }
 
-// whereState is a version's filter with the decision on each of its data
-// files, computed once (from the log alone).
+// whereState is a version's filter: Spec.Where bound to the version's
+// schema, once (the spec's resolution, its decisions and the --image check
+// all use this binding), and its decision on each data file with their
+// counts, once, on first use (from the log alone). They are the one
+// binding and the one count of the version: _commit.json, .deltafs/stats
+// and the mount's start line (Describe) say the same counts.
 type whereState struct {
-	once   sync.Once
-	f      *filter.Filter // nil: no filter, or err
-	err    error
-	dec    map[*snapshot.AddFile]filter.Decision
-	counts FilterCounts
+	bindOnce sync.Once
+	f        *filter.Filter // nil: no filter, or err
+	err      error
+
+	decideOnce sync.Once
+	dec        map[*snapshot.AddFile]filter.Decision
+	counts     FilterCounts
 }
 
-// where is the version's filter state (no I/O).
+// bound is the version's filter bound to its schema (nil without one, or
+// with err), bound once (no I/O).
+func (v *Version) bound() (*filter.Filter, error) {
+	w := &v.whereSt
+	w.bindOnce.Do(func() { w.f, w.err = v.s.opts.Spec.bindWhere(v.snap) })
+	return w.f, w.err
+}
+
+// where is the version's filter state with every data file decided (no
+// I/O).
 func (v *Version) where() *whereState {
 	w := &v.whereSt
-	w.once.Do(func() {
-		w.f, w.err = v.s.opts.Spec.bindWhere(v.snap)
-		if w.f == nil {
-			return
-		}
+	if f, _ := v.bound(); f == nil {
+		return w
+	}
+	w.decideOnce.Do(func() {
 		w.dec = make(map[*snapshot.AddFile]filter.Decision, len(v.snap.Files))
 		for _, a := range v.snap.Files {
 			d := w.f.Decide(v.snap, a)
@@ -98,7 +103,7 @@ func (v *Version) FilterCounts() (FilterCounts, bool) {
 
 // whereJSON is the "filter" member of _commit.json (nil without a filter).
 func (v *Version) whereJSON() any {
-	if v.s.opts.Spec.Where == "" {
+	if v.s.opts.Spec.Where == nil {
 		return nil
 	}
 	w := v.where()
@@ -106,7 +111,7 @@ func (v *Version) whereJSON() any {
 		Where string `json:"where"`
 		Error string `json:"error,omitempty"`
 		*FilterCounts
-	}{Where: filter.Brief(v.s.opts.Spec.Where)}
+	}{Where: filter.Brief(v.s.opts.Spec.Where.String())}
 	if w.err != nil {
 		out.Error = w.err.Error()
 	} else {

@@ -18,7 +18,7 @@ import (
 	"github.com/parquet-go/parquet-go/encoding"
 	"github.com/parquet-go/parquet-go/format"
 
-	"github.com/deltafs/deltafs/internal/pqtest"
+	"github.com/deltafs/deltafs/internal/pqcheck/pqtest"
 	"github.com/deltafs/deltafs/snapshot"
 )
 

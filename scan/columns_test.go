@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/snaptest"
+	"github.com/deltafs/deltafs/snapshot/snaptest"
 
 	"github.com/deltafs/deltafs/snapshot"
 )

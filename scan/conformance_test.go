@@ -12,7 +12,7 @@ import (
 	"time"
 	_ "time/tzdata" // for partitionZones
 
-	"github.com/deltafs/deltafs/internal/snaptest"
+	"github.com/deltafs/deltafs/snapshot/snaptest"
 
 	"github.com/parquet-go/parquet-go"
 

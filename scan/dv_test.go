@@ -11,7 +11,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/snaptest"
+	"github.com/deltafs/deltafs/snapshot/snaptest"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/parquet-go/parquet-go"

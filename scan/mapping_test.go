@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/snaptest"
+	"github.com/deltafs/deltafs/snapshot/snaptest"
 
 	"github.com/parquet-go/parquet-go"
 )

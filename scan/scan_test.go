@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/snaptest"
+	"github.com/deltafs/deltafs/snapshot/snaptest"
 
 	"github.com/deltafs/deltafs/snapshot"
 )

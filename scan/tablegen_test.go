@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/snaptest"
+	"github.com/deltafs/deltafs/snapshot/snaptest"
 
 	"github.com/parquet-go/parquet-go"
 

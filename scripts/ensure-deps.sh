@@ -3,10 +3,10 @@
 # missing and we may (root with apt-get): gcc for cgo, fuse3 for
 # fusermount3, and Debian's torch and torchvision for the ImageFolder tests
 # and examples; Azurite, the Azure Storage emulator, from npm into
-# ${XDG_CACHE_HOME:-~/.cache}/deltafs-azurite (where internal/aztest finds
+# ${XDG_CACHE_HOME:-~/.cache}/deltafs-azurite (where storage/azstore/aztest finds
 # it) when node and npm are there; and moto, the S3 emulator, with pip into
 # a virtual environment at ${XDG_CACHE_HOME:-~/.cache}/deltafs-moto (where
-# internal/s3test finds it). Each is installed
+# storage/s3store/s3test finds it). Each is installed
 # once (later runs find it and print nothing); the first run says what it
 # installs before it starts, since it takes minutes. Never fails the build
 # by itself (the tests that need a missing piece fail with a message). What

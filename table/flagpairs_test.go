@@ -82,7 +82,7 @@ var pairFlags = []pairFlag{
 	{"--id-column", []string{"", "id", "label", "path", "content"}, func(s *sample.Spec, v string) error { s.IDColumn = v; return nil }},
 	{"--data-column", []string{"", "content", "path", "label", sample.NoData}, func(s *sample.Spec, v string) error { s.DataColumn = v; return nil }},
 	{"--class-column", []string{"", "label", "path", "id", "content"}, func(s *sample.Spec, v string) error { s.ClassColumn = v; return nil }},
-	{"--where", []string{"", "label = 'cat'", "id >= 3", "path = 'dog/r1.png'"}, func(s *sample.Spec, v string) error { s.Where = v; return nil }},
+	{"--where", []string{"", "label = 'cat'", "id >= 3", "path = 'dog/r1.png'"}, func(s *sample.Spec, v string) error { s.Where = whereExpr(v); return nil }},
 	{"--image", []string{"", "2x2"}, func(s *sample.Spec, v string) error {
 		if v == "" {
 			return nil

@@ -77,9 +77,9 @@ func (t *Table) Counts() Counts { return t.counted.counts() }
 func (t *Table) InFlight() int64 { return t.counted.inFlight.Load() }
 
 // Open opens the table at opts.Location (or opts.Store). With a Spec it
-// also checks that the table has a readable version, that its latest
-// version fits the spec (spec.Describe), and builds the cache, the page
-// fetcher and the sample layer. Errors name the location; an error of
+// also checks that the table has a readable version, builds the cache,
+// the page fetcher and the sample layer, and checks that its latest
+// version fits the spec (sample.Version.Describe). Errors name the location; an error of
 // the cache's directory is a *cache.DirError.
 func Open(ctx context.Context, opts Options) (*Table, error) {
 	st := opts.Store
@@ -130,9 +130,6 @@ func (t *Table) openSamples(ctx context.Context, opts Options) error {
 	if t.Latest, err = t.Log.Snapshot(ctx, t.Versions[len(t.Versions)-1].Version); err != nil {
 		return WithLocation(location, err)
 	}
-	if t.Describe, err = opts.Spec.Describe(t.Latest); err != nil {
-		return fmt.Errorf("%s version %d: %w", location, t.Latest.Version, err)
-	}
 	rows, err := sample.ScanRows(t.Log)
 	if err != nil {
 		return err
@@ -148,9 +145,18 @@ func (t *Table) openSamples(ctx context.Context, opts Options) error {
 	_, coalesce := t.Store.(storage.RangeReader)
 	t.Fetcher = sample.NewPageFetcher(t.counted, sample.PageFetcherOptions{Cache: blobs, ReadAhead: ra, Coalesce: coalesce,
 		SpillAbove: spillAbove(opts.Cache.MemBytes), SpillDir: opts.Cache.Dir})
-	t.Samples, err = sample.New(sample.Options{Table: t.Log, Rows: rows, Fetcher: t.Fetcher, Spec: *opts.Spec, Cache: blobs,
-		OnIndexed: returnIndexGarbage})
-	return err
+	if t.Samples, err = sample.New(sample.Options{Table: t.Log, Rows: rows, Fetcher: t.Fetcher, Spec: *opts.Spec, Cache: blobs,
+		OnIndexed: returnIndexGarbage}); err != nil {
+		return err
+	}
+	latest, err := t.Samples.Version(ctx, t.Latest.Version)
+	if err != nil {
+		return WithLocation(location, err)
+	}
+	if t.Describe, err = latest.Describe(); err != nil {
+		return fmt.Errorf("%s version %d: %w", location, t.Latest.Version, err)
+	}
+	return nil
 }
 
 // spillAbove is the page size past which the fetcher spills a page to a

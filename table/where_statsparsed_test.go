@@ -174,13 +174,13 @@ func TestWhereSkipsByStatsParsed(t *testing.T) {
 	dir := writeSplitTable(t, -1)
 	writeStatsParsedCheckpoint(t, dir, typedStats)
 	for _, where := range []string{"id > 1000000", "id < 0", "label > 9", "score < -1 OR lang IN ('xx', 'zz')", "NOT (id IS NOT NULL)", "lang = 'it'"} {
-		tb, ts := openWhere(t, dir, sample.Spec{Where: where, Shards: 3}, "")
+		tb, ts := openWhere(t, dir, sample.Spec{Where: whereExpr(where), Shards: 3}, "")
 		ids, _ := readAll(t, tb)
 		if len(ids) != 0 || len(ts.keys()) != 0 {
 			t.Errorf("--where %q: %d samples, data files touched %v; want none", where, len(ids), ts.keys())
 		}
 	}
-	tb, ts := openWhere(t, dir, sample.Spec{Where: "id < 500", Shards: 2}, "")
+	tb, ts := openWhere(t, dir, sample.Spec{Where: whereExpr("id < 500"), Shards: 2}, "")
 	checkIDBelow500(t, tb, ts)
 	// No filter: every row, every file.
 	tb, ts = openWhere(t, dir, sample.Spec{Shards: 2}, "")
@@ -221,13 +221,13 @@ func TestWhereStatsParsedHostile(t *testing.T) {
 			dir := writeSplitTable(t, -1)
 			c.write(dir)
 			for _, where := range []string{"id > 1000000", "id IS NULL"} {
-				tb, ts := openWhere(t, dir, sample.Spec{Where: where, Shards: 2}, "")
+				tb, ts := openWhere(t, dir, sample.Spec{Where: whereExpr(where), Shards: 2}, "")
 				ids, _ := readAll(t, tb)
 				if len(ids) != 0 || len(ts.keys()) != all {
 					t.Errorf("--where %q: %d samples, %d data files touched; want 0 samples from all %d files", where, len(ids), len(ts.keys()), all)
 				}
 			}
-			tb, ts := openWhere(t, dir, sample.Spec{Where: "id >= 3950", Shards: 2}, "")
+			tb, ts := openWhere(t, dir, sample.Spec{Where: whereExpr("id >= 3950"), Shards: 2}, "")
 			ids, _ := readAll(t, tb)
 			if len(ids) != 50 || len(ts.keys()) != all {
 				t.Errorf("id >= 3950: %d samples, %d files touched; want 50 from all %d", len(ids), len(ts.keys()), all)

@@ -125,7 +125,7 @@ func mountWhere(t *testing.T, dir, where string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	tb, err := Open(ctx, Options{Location: dir, Spec: &sample.Spec{DataColumn: sample.NoData, Where: where, Shards: 2}})
+	tb, err := Open(ctx, Options{Location: dir, Spec: &sample.Spec{DataColumn: sample.NoData, Where: whereExpr(where), Shards: 2}})
 	if err != nil {
 		t.Fatalf("%q: %v", where, err)
 	}

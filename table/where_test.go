@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/cache"
+	"github.com/deltafs/deltafs/filter"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/storage"
@@ -25,6 +26,18 @@ type touchStore struct {
 	storage.Storage
 	mu      sync.Mutex
 	touched map[string]int
+}
+
+// whereExpr parses a --where condition of a test ("": none, nil).
+func whereExpr(text string) *filter.Expr {
+	if text == "" {
+		return nil
+	}
+	e, err := filter.Parse(text)
+	if err != nil {
+		panic(err)
+	}
+	return e
 }
 
 func (s *touchStore) touch(key string) {
@@ -132,7 +145,7 @@ func readAll(t *testing.T, tb *Table) ([]int64, map[int64][]byte) {
 // data-file bytes than it does.
 func TestWherePrunesPartitions(t *testing.T) {
 	whole, alone := writeSplitTable(t, -1), writeSplitTable(t, 3)
-	spec := sample.Spec{Where: "split = 'p3'", Shards: 2}
+	spec := sample.Spec{Where: whereExpr("split = 'p3'"), Shards: 2}
 	tb, ts := openWhere(t, whole, spec, "")
 	ids, data := readAll(t, tb)
 	for _, k := range ts.keys() {
@@ -183,7 +196,7 @@ func TestWherePrunesPartitions(t *testing.T) {
 func TestWhereSkipsByStats(t *testing.T) {
 	whole := writeSplitTable(t, -1)
 	for _, where := range []string{"id > 1000000", "id < 0", "label > 9", "score < -1 OR lang IN ('xx', 'zz')", "NOT (id IS NOT NULL)", "lang = 'it'"} {
-		tb, ts := openWhere(t, whole, sample.Spec{Where: where, Shards: 3}, "")
+		tb, ts := openWhere(t, whole, sample.Spec{Where: whereExpr(where), Shards: 3}, "")
 		ids, _ := readAll(t, tb)
 		if len(ids) != 0 || len(ts.keys()) != 0 {
 			t.Errorf("--where %q: %d samples, data files touched %v; want none", where, len(ids), ts.keys())
@@ -194,7 +207,7 @@ func TestWhereSkipsByStats(t *testing.T) {
 	}
 	// ids 0..3999 lie 400 to a partition, 200 to a file: id < 500 holds
 	// for files 0 and 1 (all rows) and file 2 (some rows).
-	tb, ts := openWhere(t, whole, sample.Spec{Where: "id < 500", Shards: 2}, "")
+	tb, ts := openWhere(t, whole, sample.Spec{Where: whereExpr("id < 500"), Shards: 2}, "")
 	checkIDBelow500(t, tb, ts)
 }
 
@@ -206,8 +219,8 @@ func TestWhereRowsAndLayouts(t *testing.T) {
 	cacheDir := t.TempDir()
 	var first Counts
 	for i, spec := range []sample.Spec{
-		{Where: "label IN (3, 7) AND split <> 'p0'", Shards: 3, ClassColumn: "label"},
-		{Where: "label = 3 OR label = 7", Shards: 2, Layout: sample.LayoutContiguous},
+		{Where: whereExpr("label IN (3, 7) AND split <> 'p0'"), Shards: 3, ClassColumn: "label"},
+		{Where: whereExpr("label = 3 OR label = 7"), Shards: 2, Layout: sample.LayoutContiguous},
 	} {
 		tb, _ := openWhere(t, whole, spec, cacheDir)
 		ids, _ := readAll(t, tb)
@@ -256,7 +269,7 @@ func TestWhereTrustsStats(t *testing.T) {
 	if err := os.WriteFile(logFile, lied, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tb, ts := openWhere(t, whole, sample.Spec{Where: "id < 10"}, "")
+	tb, ts := openWhere(t, whole, sample.Spec{Where: whereExpr("id < 10")}, "")
 	ids, _ := readAll(t, tb)
 	if len(ids) != 0 || len(ts.keys()) != 0 {
 		t.Errorf("%d samples, touched %v: the statistics were not trusted", len(ids), ts.keys())
@@ -306,7 +319,7 @@ func TestWhereStatsThatAdmitAll(t *testing.T) {
 	whole := writeSplitTable(t, -1)
 	rewriteLog(t, whole, `\"minValues\":{\"id\":0,`, `\"minValues\":{\"id\":5000,`,
 		`\"maxValues\":{\"id\":199,`, `\"maxValues\":{\"id\":5199,`)
-	tb, _ := openWhere(t, whole, sample.Spec{Where: "id >= 5000 OR id = 7"}, "")
+	tb, _ := openWhere(t, whole, sample.Spec{Where: whereExpr("id >= 5000 OR id = 7")}, "")
 	ids, _ := readAll(t, tb)
 	if len(ids) != 1 || ids[0] != 7 {
 		t.Errorf("served ids %v, want [7]: rows the statistics admitted were not evaluated", ids[:min(5, len(ids))])
@@ -319,7 +332,7 @@ func TestWhereZeroCountFails(t *testing.T) {
 	for _, where := range []string{"", "id >= 0"} {
 		whole := writeSplitTable(t, -1)
 		rewriteLog(t, whole, `\"numRecords\":200}`, `\"numRecords\":0}`)
-		tb, _ := openWhere(t, whole, sample.Spec{Where: where}, "")
+		tb, _ := openWhere(t, whole, sample.Spec{Where: whereExpr(where)}, "")
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		ver, err := tb.Samples.Version(ctx, tb.Latest.Version)
 		if err != nil {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/snaptest"
+	"github.com/deltafs/deltafs/snapshot/snaptest"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )
 

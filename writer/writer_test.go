@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/snaptest"
+	"github.com/deltafs/deltafs/snapshot/snaptest"
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/deltafs/deltafs/internal/aztest"
+	"github.com/deltafs/deltafs/storage/azstore/aztest"
 )
 
 // The Azure workload: the S3 workload's table (MNIST-shaped, 60,000 × 784

@@ -4,8 +4,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/deltafs/deltafs/internal/gcstest"
 	"github.com/deltafs/deltafs/storage/gcsstore"
+	"github.com/deltafs/deltafs/storage/gcsstore/gcstest"
 )
 
 // The GCS workload, as the S3 one (bench/run/s3.go): the MNIST-shaped

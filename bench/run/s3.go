@@ -8,7 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/deltafs/deltafs/internal/s3test"
+	"github.com/deltafs/deltafs/storage/s3store/s3test"
 )
 
 // The S3 workload: the MNIST-shaped table (60,000 × 784 B) in an

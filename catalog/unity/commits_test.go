@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/unitytest"
+	"github.com/deltafs/deltafs/catalog/unity/unitytest"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 )

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/catalog/unity/unitytest"
 	"github.com/deltafs/deltafs/internal/testkit"
-	"github.com/deltafs/deltafs/internal/unitytest"
 	"github.com/deltafs/deltafs/storage"
 	_ "github.com/deltafs/deltafs/storage/azstore"
 	_ "github.com/deltafs/deltafs/storage/gcsstore"

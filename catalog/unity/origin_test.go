@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/cloudtest"
+	"github.com/deltafs/deltafs/catalog/unity/unitytest"
 	"github.com/deltafs/deltafs/internal/secret"
-	"github.com/deltafs/deltafs/internal/unitytest"
+	"github.com/deltafs/deltafs/storage/cloudtest"
 )
 
 // The token goes only to the catalog's origin: a catalog that redirects to

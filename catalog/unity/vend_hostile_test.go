@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/catalog/unity/unitytest"
 	"github.com/deltafs/deltafs/internal/testkit"
-	"github.com/deltafs/deltafs/internal/unitytest"
 )
 
 // Credentials that are dead when they come, and renewals that fail: the

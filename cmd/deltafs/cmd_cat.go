@@ -74,7 +74,7 @@ func runCat(cmd *cobra.Command, location string, o *catOptions) error {
 	}
 	where, err := parseWhere(o.where)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 
 	t, err := openTable(ctx, location)

@@ -17,8 +17,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/deltafs/deltafs/extents"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/gds"
-	"github.com/deltafs/deltafs/internal/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
 )
 

@@ -18,13 +18,13 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/deltafs/deltafs/internal/aztest"
-	"github.com/deltafs/deltafs/internal/gcstest"
-	"github.com/deltafs/deltafs/internal/mounttest"
-	"github.com/deltafs/deltafs/internal/s3test"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/azstore/aztest"
+	"github.com/deltafs/deltafs/storage/gcsstore/gcstest"
+	"github.com/deltafs/deltafs/storage/s3store/s3test"
 )
 
 func execImport(t *testing.T, args ...string) (string, error) {

@@ -80,7 +80,7 @@ func runLog(ctx context.Context, w io.Writer, location string, o logOptions) err
 	}
 	where, err := parseWhere(o.Where)
 	if err != nil {
-		return err
+		return usageError{err}
 	}
 	t, err := openTable(ctx, location)
 	if err != nil {

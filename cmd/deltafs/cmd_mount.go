@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/deltafs/deltafs/cache/materialize"
 	"github.com/deltafs/deltafs/extents"
-	"github.com/deltafs/deltafs/extents/materialize"
 	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/azstore"

@@ -11,9 +11,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/sas"
 
-	"github.com/deltafs/deltafs/internal/aztest"
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
+	"github.com/deltafs/deltafs/storage/azstore/aztest"
 )
 
 // Azure conformance: every table of testdata/delta, uploaded to Azurite on

@@ -15,13 +15,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/aztest"
-	"github.com/deltafs/deltafs/internal/cloudtest"
-	"github.com/deltafs/deltafs/internal/gcstest"
-	"github.com/deltafs/deltafs/internal/mounttest"
-	"github.com/deltafs/deltafs/internal/s3test"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/azstore/aztest"
+	"github.com/deltafs/deltafs/storage/cloudtest"
+	"github.com/deltafs/deltafs/storage/gcsstore/gcstest"
+	"github.com/deltafs/deltafs/storage/s3store/s3test"
 )
 
 // Mount-level faults, on S3 (gofakes3), GCS (fake-gcs-server) and Azure

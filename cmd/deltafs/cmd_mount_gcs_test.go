@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/gcstest"
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage/gcsstore"
+	"github.com/deltafs/deltafs/storage/gcsstore/gcstest"
 )
 
 // GCS conformance: every table of testdata/delta, uploaded to

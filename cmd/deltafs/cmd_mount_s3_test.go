@@ -18,9 +18,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/deltafs/deltafs/internal/mounttest"
-	"github.com/deltafs/deltafs/internal/s3test"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
+	"github.com/deltafs/deltafs/storage/s3store/s3test"
 )
 
 // S3 conformance: every table of testdata/delta, uploaded to an S3 server

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	dfs "github.com/deltafs/deltafs/fs"
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 )
 
 // TestUnmountRefusesOthers: `deltafs unmount` (run as root, where umount(2)

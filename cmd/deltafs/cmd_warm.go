@@ -105,17 +105,17 @@ func runWarm(cmd *cobra.Command, location string, o *warmOptions) error {
 	if err != nil {
 		return table.WithLocation(location, err)
 	}
+	ver, err := stk.Samples.Version(ctx, version)
+	if err != nil {
+		return table.WithLocation(location, err)
+	}
 	if snap.Version != stk.Latest.Version {
-		if err := checkImageShape(ctx, location, &o.specFlags, stk.Fetcher, snap); err != nil {
+		if err := checkImage(ctx, location, ver); err != nil {
 			return err
 		}
 	}
 	// From here on, every cache entry read is one the mount will read.
 	stk.ledger.start()
-	ver, err := stk.Samples.Version(ctx, version)
-	if err != nil {
-		return table.WithLocation(location, err)
-	}
 	shards := []int{o.shard}
 	what := fmt.Sprintf("%s version %d shard %d", location, version, o.shard)
 	if o.shard < 0 {

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/mounttest"
-	"github.com/deltafs/deltafs/internal/pqtest"
+	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/internal/pqcheck/pqtest"
 	"github.com/deltafs/deltafs/internal/testkit"
 )
 

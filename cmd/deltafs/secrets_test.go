@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/aztest"
-	"github.com/deltafs/deltafs/internal/mounttest"
-	"github.com/deltafs/deltafs/internal/unitytest"
+	"github.com/deltafs/deltafs/catalog/unity/unitytest"
+	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/storage/azstore/aztest"
 )
 
 // TestUCEchoedTokenNotPrinted: a catalog that echoes the request's

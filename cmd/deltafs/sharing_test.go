@@ -14,13 +14,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/deltafs/deltafs/internal/mounttest"
-	"github.com/deltafs/deltafs/internal/sharingtest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
+	"github.com/deltafs/deltafs/storage/sharing/sharingtest"
 )
 
 // Tables by name through Delta Sharing: a sharing server
-// (internal/sharingtest) serves every table of testdata/delta, its files
+// (storage/sharing/sharingtest) serves every table of testdata/delta, its files
 // through pre-signed URLs that expire on a short clock. Every table read
 // as PROFILE.share#share.schema.table equals the table read by path.
 

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/mounttest"
-	"github.com/deltafs/deltafs/internal/sharingtest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
+	"github.com/deltafs/deltafs/storage/sharing/sharingtest"
 )
 
 // A tar view read by a process that is killed or interrupted while the

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 )
 
 // Time travel by the times deltafs prints: for every version of every

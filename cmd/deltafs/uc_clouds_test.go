@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/aztest"
-	"github.com/deltafs/deltafs/internal/gcstest"
-	"github.com/deltafs/deltafs/internal/mounttest"
-	"github.com/deltafs/deltafs/internal/unitytest"
+	"github.com/deltafs/deltafs/catalog/unity/unitytest"
+	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/storage/azstore/aztest"
+	"github.com/deltafs/deltafs/storage/gcsstore/gcstest"
 )
 
-// Tables by name on Azure and GCS: the catalog (internal/unitytest) vends
+// Tables by name on Azure and GCS: the catalog (catalog/unity/unitytest) vends
 // a real SAS for Azurite, checked by Azurite and by a proxy that refuses
 // any SAS the catalog did not vend or that has expired, and an OAuth token
 // that a middleware around fake-gcs-server requires on every request and

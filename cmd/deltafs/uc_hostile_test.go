@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/mounttest"
+	"github.com/deltafs/deltafs/catalog/unity/unitytest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
-	"github.com/deltafs/deltafs/internal/unitytest"
 )
 
 // startMount starts `deltafs mount table` on a fresh mount point, its

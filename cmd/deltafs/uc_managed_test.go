@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/mounttest"
-	"github.com/deltafs/deltafs/internal/s3test"
-	"github.com/deltafs/deltafs/internal/unitytest"
+	"github.com/deltafs/deltafs/catalog/unity/unitytest"
+	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/storage/s3store/s3test"
 )
 
 // TestUCCatalogManaged: a catalog-managed table (writer/'s six versions,

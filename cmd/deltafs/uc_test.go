@@ -12,13 +12,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/deltafs/deltafs/internal/mounttest"
-	"github.com/deltafs/deltafs/internal/s3test"
+	"github.com/deltafs/deltafs/catalog/unity/unitytest"
+	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
-	"github.com/deltafs/deltafs/internal/unitytest"
+	"github.com/deltafs/deltafs/storage/s3store/s3test"
 )
 
-// Tables by name in Unity Catalog: a catalog (internal/unitytest) that
+// Tables by name in Unity Catalog: a catalog (catalog/unity/unitytest) that
 // vends AWS sessions expiring on a short clock, in front of gofakes3 that
 // checks every request's signature and session (no static key reaches it
 // once the tables are uploaded). Every table of testdata/delta, read as

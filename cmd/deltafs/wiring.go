@@ -41,7 +41,11 @@ func (o *specFlags) addFlags(f *pflag.FlagSet) {
 
 func (o *specFlags) spec() (sample.Spec, error) {
 	s := sample.Spec{IDColumn: o.IDColumn, DataColumn: o.DataColumn, ImageFormat: o.ImageFormat, ClassColumn: o.ClassColumn, Shards: o.Shards,
-		Layout: o.Layout, SkipUnreadable: o.SkipUnreadable, Where: o.Where}
+		Layout: o.Layout, SkipUnreadable: o.SkipUnreadable}
+	var err error
+	if s.Where, err = parseWhere(o.Where); err != nil {
+		return s, err
+	}
 	if o.Image != "" {
 		im, err := sample.ParseImage(o.Image)
 		if err != nil {
@@ -58,17 +62,14 @@ func (o *specFlags) spec() (sample.Spec, error) {
 // whereHelp is the help of --where (mount, warm, cat, log).
 const whereHelp = "only the rows for which this SQL condition is true, e.g. \"split = 'train' AND score >= 0.8\" (comparisons, IN, BETWEEN, IS [NOT] NULL, AND, OR, NOT over columns and literals); data files whose partition values or statistics exclude it are never read"
 
-// parseWhere parses a --where condition ("" : none, nil); a malformed one
-// is a usage error.
+// parseWhere parses a --where condition ("" : none, nil), the one place
+// the command line parses one (mount, warm, cat, log); its callers make a
+// malformed one a usage error.
 func parseWhere(s string) (*filter.Expr, error) {
 	if s == "" {
 		return nil, nil
 	}
-	e, err := filter.Parse(s)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	return e, nil
+	return filter.Parse(s)
 }
 
 // cacheFlags are the cache and read-ahead flags shared by mount and warm.
@@ -172,7 +173,7 @@ type stack struct {
 
 // openStack checks the flags, opens the table with them (package table:
 // it opens, lists, and its latest version can be read and fits the spec)
-// and checks --image against the data (checkImageShape). Errors in the
+// and checks --image against the data (sample.Version.CheckImage). Errors in the
 // flags are usageErrors.
 func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFlags) (*stack, error) {
 	spec, err := sf.spec()
@@ -192,9 +193,23 @@ func openStack(ctx context.Context, location string, sf *specFlags, cf *cacheFla
 	if err != nil {
 		return nil, cf.cacheError(err)
 	}
-	if err := checkImageShape(ctx, location, sf, s.Fetcher, s.Latest); err != nil {
+	latest, err := s.Samples.Version(ctx, s.Latest.Version)
+	if err == nil {
+		err = checkImage(ctx, location, latest)
+	}
+	if err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// checkImage checks --image against the version's data
+// (sample.Version.CheckImage), its error as one line.
+func checkImage(ctx context.Context, location string, ver *sample.Version) error {
+	err := ver.CheckImage(ctx)
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	return fileErrorLine(location, err)
 }

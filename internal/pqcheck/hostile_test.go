@@ -15,7 +15,7 @@ import (
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
 
-	"github.com/deltafs/deltafs/internal/pqtest"
+	"github.com/deltafs/deltafs/internal/pqcheck/pqtest"
 )
 
 // row is a data file row: an id, a label, 784 bytes of pixels.

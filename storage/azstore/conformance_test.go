@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/aztest"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/azstore/aztest"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )
 

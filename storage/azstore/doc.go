@@ -139,6 +139,6 @@
 //
 // # Tests
 //
-// The tests run Azurite (internal/aztest), which serves the Blob API only:
+// The tests run Azurite (storage/azstore/aztest), which serves the Blob API only:
 // abfss:// locations are read through it, as on Azure.
 package azstore

@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/aztest"
 	"github.com/deltafs/deltafs/storage/azstore"
+	"github.com/deltafs/deltafs/storage/azstore/aztest"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )
 

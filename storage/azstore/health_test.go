@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/aztest"
+	"github.com/deltafs/deltafs/storage/azstore/aztest"
 	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )

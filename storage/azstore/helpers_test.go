@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/aztest"
 	"github.com/deltafs/deltafs/storage/azstore"
+	"github.com/deltafs/deltafs/storage/azstore/aztest"
 	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/aztest"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/azstore"
+	"github.com/deltafs/deltafs/storage/azstore/aztest"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )
 

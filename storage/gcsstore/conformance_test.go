@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/gcstest"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/gcsstore/gcstest"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )
 

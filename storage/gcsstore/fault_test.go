@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/gcstest"
 	"github.com/deltafs/deltafs/storage/gcsstore"
+	"github.com/deltafs/deltafs/storage/gcsstore/gcstest"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )
 

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/gcstest"
+	"github.com/deltafs/deltafs/storage/gcsstore/gcstest"
 	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/gcstest"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/gcsstore"
+	"github.com/deltafs/deltafs/storage/gcsstore/gcstest"
 	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )

@@ -4,8 +4,8 @@ import (
 	"math/rand"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/storage/s3store"
+	"github.com/deltafs/deltafs/storage/s3store/s3test"
 )
 
 // BenchmarkReadAt measures one ranged GET of 64 KiB at a random offset of

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/s3store/s3test"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )
 

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/cloudtest"
+	"github.com/deltafs/deltafs/storage/cloudtest"
 
-	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/s3store"
+	"github.com/deltafs/deltafs/storage/s3store/s3test"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )
 

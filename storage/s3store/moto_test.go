@@ -10,9 +10,9 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/credentials"
 
-	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/s3store"
+	"github.com/deltafs/deltafs/storage/s3store/s3test"
 	"github.com/deltafs/deltafs/storage/storagetest"
 )
 

@@ -19,10 +19,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
-	"github.com/deltafs/deltafs/internal/s3test"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/storage/s3store"
+	"github.com/deltafs/deltafs/storage/s3store/s3test"
 )
 
 func randBytes(seed int64, n int) []byte {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/sharingtest"
+	"github.com/deltafs/deltafs/storage/sharing/sharingtest"
 )
 
 // Asynchronous queries (asyncquery, Get Query Info) and answers in pages

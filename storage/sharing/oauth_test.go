@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/sharingtest"
+	"github.com/deltafs/deltafs/storage/sharing/sharingtest"
 )
 
 // OAuth profiles (shareCredentialsVersion 2, oauth_client_credentials):

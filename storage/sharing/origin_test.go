@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/cloudtest"
-	"github.com/deltafs/deltafs/internal/sharingtest"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/cloudtest"
+	"github.com/deltafs/deltafs/storage/sharing/sharingtest"
 )
 
 // The bearer token goes only to the sharing server's origin: an API

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/cloudtest"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/cloudtest"
 	"github.com/deltafs/deltafs/storage/remote"
 )
 

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/cloudtest"
 	"github.com/deltafs/deltafs/internal/testkit"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/cloudtest"
 	"github.com/deltafs/deltafs/storage/remote"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/deltafs/deltafs/internal/cloudtest"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/cloudtest"
 )
 
 // RunRedirect is the object stores' redirect attack: each of opens (by

@@ -3,7 +3,7 @@
 // second opinion that checks SigV4; slow GETs), and an endpoint that
 // accepts connections and never answers (StartSilent). It also uploads
 // local table directories. Toxiproxy and the goroutine leak check are
-// internal/cloudtest's.
+// storage/cloudtest's.
 //
 // Every server is stopped by t.Cleanup. Clients use path-style URLs, region
 // us-east-1 and the static credentials AccessKey/SecretKey.
@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/cloudtest"
+	"github.com/deltafs/deltafs/storage/cloudtest"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"

@@ -1,8 +1,8 @@
-// Package memtable is an in-memory Delta-like table for tests of the sample
+// Package sampletest is an in-memory Delta-like table for tests of the sample
 // layer and the FUSE tree: it implements sample.Table, sample.Rows and
 // sample.Fetcher over rows held in memory, with commits, deletions (as
 // deletion vectors) and "vacuumed" files, and no Parquet.
-package memtable
+package sampletest
 
 import (
 	"context"

@@ -5,7 +5,7 @@
 // metadata server. Every server is stopped by t.Cleanup.
 //
 // Toxiproxy, the goroutine leak check and the restartable loopback server
-// are internal/cloudtest's.
+// are storage/cloudtest's.
 package gcstest
 
 import (
@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/cloudtest"
+	"github.com/deltafs/deltafs/storage/cloudtest"
 
 	"github.com/fsouza/fake-gcs-server/fakestorage"
 )

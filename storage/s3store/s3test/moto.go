@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/internal/cloudtest"
+	"github.com/deltafs/deltafs/storage/cloudtest"
 )
 
 // motoCandidates are tried in order when moto_server is not on PATH: where

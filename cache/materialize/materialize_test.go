@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/cache"
+	"github.com/deltafs/deltafs/cache/materialize"
 	"github.com/deltafs/deltafs/extents"
-	"github.com/deltafs/deltafs/extents/materialize"
 	"github.com/deltafs/deltafs/sample"
-	"github.com/deltafs/deltafs/sample/memtable"
+	"github.com/deltafs/deltafs/sample/sampletest"
 )
 
 var t0 = time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
@@ -42,7 +42,7 @@ func TestListMatchesContent(t *testing.T) {
 		{Image: sample.Image{H: 2, W: 2, C: 1}, ClassColumn: "label", Shards: 3},
 		{DataColumn: "-", Shards: 1},
 	} {
-		tbl := memtable.New("id:long", "label:integer", "pixels:binary")
+		tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
 		img := spec.Image.H > 0
 		size := 5000
 		if img {
@@ -57,8 +57,8 @@ func TestListMatchesContent(t *testing.T) {
 			}
 			return r
 		}
-		tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a.parquet", Rows: pix(30, 0)}, {Path: "b.parquet", Rows: pix(20, 100)}}, nil, nil)
-		tbl.Commit(t0.Add(time.Hour), "WRITE", []memtable.Add{{Path: "c.parquet", Rows: pix(5, 200)}}, nil, nil)
+		tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a.parquet", Rows: pix(30, 0)}, {Path: "b.parquet", Rows: pix(20, 100)}}, nil, nil)
+		tbl.Commit(t0.Add(time.Hour), "WRITE", []sampletest.Add{{Path: "c.parquet", Rows: pix(5, 200)}}, nil, nil)
 		s, err := sample.New(tbl.Options(spec))
 		if err != nil {
 			t.Fatal(err)
@@ -158,8 +158,8 @@ func TestListMatchesContent(t *testing.T) {
 // sample alone rewrites its entry too.
 func TestListRewritesCorrupt(t *testing.T) {
 	ctx := context.Background()
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a.parquet", Rows: rows(12, 0, 9000)}}, nil, nil)
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a.parquet", Rows: rows(12, 0, 9000)}}, nil, nil)
 	s, err := sample.New(tbl.Options(sample.Spec{Shards: 1}))
 	if err != nil {
 		t.Fatal(err)

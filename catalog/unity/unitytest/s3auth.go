@@ -9,7 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 
-	"github.com/deltafs/deltafs/internal/s3test"
+	"github.com/deltafs/deltafs/storage/s3store/s3test"
 )
 
 // WrapS3 checks every S3 request's SigV4 signature: made with a vended

@@ -1,5 +1,5 @@
 // Package cloudtest holds what the cloud emulators' test helpers
-// (internal/s3test, internal/aztest, internal/gcstest) share: an
+// (storage/s3store/s3test, storage/azstore/aztest, storage/gcsstore/gcstest) share: an
 // in-process Toxiproxy between a client and a server for network faults
 // (Proxy), the goroutine leak check (CheckGoroutines), a loopback HTTP
 // server that stops and restarts on the same address and counts its open
