@@ -214,8 +214,8 @@ func TestOverlayMountedByAChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
-	tbl := memtable.New("id:long", "label:integer", "pixels:binary")
-	tbl.Commit(t0, "WRITE", []memtable.Add{{Path: "a", Rows: digits(4, 0)}}, nil, nil)
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: digits(4, 0)}}, nil, nil)
 	m := mount(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}, time.Hour)
 	t.Cleanup(func() { dfs.UnmountOverlays(m.dir, true) })
 	if err := m.root.StartOverlays(m.dir); err != nil {
