@@ -26,7 +26,7 @@ import (
 
 func openS3(t *testing.T, endpoint, location string) storage.Storage {
 	t.Helper()
-	st, err := s3store.NewWithOptions(context.Background(), location, s3store.Options{
+	st, err := s3store.New(context.Background(), location, s3store.Options{
 		S3Options:   storage.S3Options{Endpoint: endpoint, PathStyle: true, Region: s3test.Region},
 		Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, ""),
 		Tuning:      remote.Tuning{MaxBackoff: 20 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)},

@@ -24,7 +24,7 @@ func TestOpenS3TableWideErrors(t *testing.T) {
 	s3test.CreateBucket(t, endpoint, "present")
 	s3test.Put(t, endpoint, "present", "other/x.txt", []byte("x"))
 	open := func(loc string) error {
-		st, err := s3store.NewWithOptions(context.Background(), loc, s3store.Options{
+		st, err := s3store.New(context.Background(), loc, s3store.Options{
 			S3Options:   storage.S3Options{Endpoint: endpoint, PathStyle: true, Region: s3test.Region},
 			Credentials: credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, ""),
 			Tuning:      remote.Tuning{MaxAttempts: 2, MaxBackoff: 10 * time.Millisecond},

@@ -13,7 +13,6 @@ import (
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
-	_ "github.com/deltafs/deltafs/storage/s3store" // s3:// locations
 )
 
 // Options say which table to open and how to read it.

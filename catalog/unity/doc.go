@@ -1,7 +1,7 @@
 // Package unity opens Delta tables by name from Unity Catalog (Databricks
 // and Unity Catalog OSS alike): uc://catalog.schema.table, for every
-// command that takes a table. A blank import registers the "uc" scheme
-// with storage.Register.
+// command that takes a table. Loading it registers the "uc" scheme with
+// storage.Register; package table loads every backend (table/backends.go).
 //
 // # What it does
 //

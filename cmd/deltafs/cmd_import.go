@@ -14,7 +14,6 @@ import (
 
 	"github.com/deltafs/deltafs/importer"
 	"github.com/deltafs/deltafs/storage"
-	_ "github.com/deltafs/deltafs/storage/s3store" // TABLE may be s3://bucket/prefix
 	"github.com/deltafs/deltafs/writer"
 )
 

@@ -16,9 +16,7 @@ import (
 	"github.com/deltafs/deltafs/extents"
 	dfs "github.com/deltafs/deltafs/fs"
 	"github.com/deltafs/deltafs/storage"
-	"github.com/deltafs/deltafs/storage/azstore"
-	"github.com/deltafs/deltafs/storage/gcsstore"
-	"github.com/deltafs/deltafs/storage/s3store"
+	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/table"
 )
 
@@ -377,13 +375,8 @@ func mountStats(root *dfs.Root, t *table.Table) any {
 		}
 		backend = u.Unwrap()
 	}
-	switch b := backend.(type) {
-	case *s3store.Store:
-		out["s3"] = b.Stats()
-	case *azstore.Store:
-		out["azure"] = b.Stats()
-	case *gcsstore.Store:
-		out["gcs"] = b.Stats()
+	if r, ok := backend.(remote.Reporter); ok {
+		out[r.Service()] = r.Stats()
 	}
 	return out
 }

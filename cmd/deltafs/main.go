@@ -16,12 +16,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	_ "github.com/deltafs/deltafs/catalog/unity" // uc://catalog.schema.table
 	"github.com/deltafs/deltafs/internal/oneline"
 	"github.com/deltafs/deltafs/internal/secret"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/remote"
-	"github.com/deltafs/deltafs/storage/sharing" // PROFILE.share#share.schema.table
+	"github.com/deltafs/deltafs/storage/sharing"
 	"github.com/deltafs/deltafs/table"
 )
 

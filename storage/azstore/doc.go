@@ -2,9 +2,9 @@
 // of an Azure Blob Storage container (also an ADLS Gen2 account, whose
 // data the Blob API serves alike), behind the storage.Storage interface,
 // on the official SDK (azblob, azidentity). It registers the schemes
-// abfss, abfs, az, wasbs and wasb with storage.Register, so a blank import
-// makes storage.Open work for every form users paste from Spark and
-// fsspec.
+// abfss, abfs, az, wasbs and wasb with storage.Register, so loading it
+// (package table loads every backend, table/backends.go) makes
+// storage.Open work for every form users paste from Spark and fsspec.
 //
 // # Locations
 //

@@ -49,7 +49,7 @@ func clearAzureEnv(t testing.TB) { aztest.ClearEnv(t) }
 func open(t testing.TB, location string, o azstore.Options) *azstore.Store {
 	t.Helper()
 	return storagetest.OpenRemote(t, location, func(ctx context.Context, loc string) (*azstore.Store, error) {
-		return azstore.NewWithOptions(ctx, loc, o)
+		return azstore.New(ctx, loc, o)
 	})
 }
 

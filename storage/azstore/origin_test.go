@@ -27,7 +27,7 @@ func TestCredentialsStayAtOrigin(t *testing.T) {
 			useConnString(t, endpoint+"/"+aztest.Account)
 			o := testOptions()
 			o.MaxAttempts = 1
-			return azstore.NewWithOptions(ctxT(t), "az://lake/t", o)
+			return azstore.New(ctxT(t), "az://lake/t", o)
 		},
 		"vended": func(t *testing.T, endpoint string) (storage.Storage, error) {
 			clearAzureEnv(t)

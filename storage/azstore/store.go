@@ -17,7 +17,7 @@ import (
 func init() {
 	for _, scheme := range Schemes {
 		remote.Register(scheme, func(ctx context.Context, location string, opts storage.Options) (*Store, error) {
-			return NewWithOptions(ctx, location, Options{AzureOptions: opts.Azure, Credentials: opts.Credentials})
+			return New(ctx, location, Options{AzureOptions: opts.Azure, Credentials: opts.Credentials})
 		})
 	}
 }
@@ -96,19 +96,12 @@ var (
 	_ io.Closer           = (*Store)(nil)
 )
 
-// New opens the table at location with the CLI's options (their Timeout,
-// MaxAttempts and DownAfter become RequestTimeout, MaxAttempts and
-// DownAfter) and default tuning otherwise. See NewWithOptions.
-func New(ctx context.Context, location string, opts storage.AzureOptions) (*Store, error) {
-	return NewWithOptions(ctx, location, Options{AzureOptions: opts})
-}
-
-// NewWithOptions opens the table at location. It resolves the account,
+// New opens the table at location. It resolves the account,
 // endpoint and credentials (see the package documentation) and, for an
 // Azure identity, gets a token once, so that missing credentials fail here
 // with a clear message rather than at the first read. It sends no request
 // to the storage account.
-func NewWithOptions(ctx context.Context, location string, o Options) (*Store, error) {
+func New(ctx context.Context, location string, o Options) (*Store, error) {
 	where, err := ParseLocation(location)
 	if err != nil {
 		return nil, err
@@ -166,3 +159,6 @@ type Stats = remote.Stats
 
 // Stats returns a snapshot of the counters.
 func (s *Store) Stats() Stats { return s.st.Snapshot(s.pins.Len()) }
+
+// Service names the store in a mount's statistics (remote.Reporter).
+func (s *Store) Service() string { return "azure" }

@@ -2,7 +2,8 @@
 // under a GCS prefix, behind the storage.Storage interface, on Google's
 // SDK (cloud.google.com/go/storage, HTTP: the JSON API for metadata,
 // lists and uploads, the XML API for reads, as the SDK does). It registers
-// the "gs" scheme with storage.Register, so a blank import makes
+// the "gs" scheme with storage.Register, so loading it (package table
+// loads every backend, table/backends.go) makes
 // storage.Open("gs://bucket/prefix/to/table", opts) work.
 //
 // # Locations and credentials

@@ -36,7 +36,7 @@ func testOptions(endpoint string) gcsstore.Options {
 func open(t testing.TB, location string, o gcsstore.Options) *gcsstore.Store {
 	t.Helper()
 	return storagetest.OpenRemote(t, location, func(ctx context.Context, loc string) (*gcsstore.Store, error) {
-		return gcsstore.NewWithOptions(ctx, loc, o)
+		return gcsstore.New(ctx, loc, o)
 	})
 }
 

@@ -30,7 +30,7 @@ func TestCredentialsStayAtOrigin(t *testing.T) {
 			o.GCSOptions.Anonymous = false
 			o.TokenSource = oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "ya29.secret-oauth-token", TokenType: "Bearer"})
 			o.MaxAttempts = 1
-			return gcsstore.NewWithOptions(ctxT(t), "gs://lake/t", o)
+			return gcsstore.New(ctxT(t), "gs://lake/t", o)
 		},
 		"vended": func(t *testing.T, endpoint string) (storage.Storage, error) {
 			return storage.Open(ctxT(t), "gs://lake/t", storage.Options{Credentials: vended{},

@@ -25,7 +25,7 @@ import (
 
 func init() {
 	remote.Register("gs", func(ctx context.Context, location string, opts storage.Options) (*Store, error) {
-		return NewWithOptions(ctx, location, Options{GCSOptions: opts.GCS, Credentials: opts.Credentials})
+		return New(ctx, location, Options{GCSOptions: opts.GCS, Credentials: opts.Credentials})
 	})
 }
 
@@ -87,20 +87,13 @@ type Store struct {
 	st remote.Counters
 }
 
-// New opens the table at location (gs://bucket/prefix) with the CLI's
-// options (their Timeout, MaxAttempts and DownAfter become RequestTimeout,
-// MaxAttempts and DownAfter) and default tuning otherwise. See NewWithOptions.
-func New(ctx context.Context, location string, opts storage.GCSOptions) (*Store, error) {
-	return NewWithOptions(ctx, location, Options{GCSOptions: opts})
-}
-
-// NewWithOptions opens the table at location. Unless Anonymous or an
+// New opens the table at location. Unless Anonymous or an
 // emulator, it finds credentials the way Google's libraries do
 // (GOOGLE_APPLICATION_CREDENTIALS, gcloud's application default
 // credentials, the metadata server) and gets an access token once, so that
 // missing or refused credentials fail here with one clear line rather than
 // at the first read. It sends no request to the bucket.
-func NewWithOptions(ctx context.Context, location string, o Options) (*Store, error) {
+func New(ctx context.Context, location string, o Options) (*Store, error) {
 	bucket, prefix, err := ParseLocation(location)
 	if err != nil {
 		return nil, err

@@ -82,7 +82,7 @@ func TestCredentials(t *testing.T) {
 			}
 			var logs testkit.SyncBuffer
 			ctx := ctxT(t)
-			st, err := gcsstore.NewWithOptions(ctx, tc.loc, authOptions(f.Endpoint, &logs))
+			st, err := gcsstore.New(ctx, tc.loc, authOptions(f.Endpoint, &logs))
 			if err == nil {
 				defer st.Close()
 				_, err = st.List(ctx, "_delta_log/", "")
@@ -293,7 +293,7 @@ func TestUnreachable(t *testing.T) {
 	stall.AddToxic(t, "stall", "timeout", "downstream", 1, map[string]any{"timeout": 0})
 	o := testOptions(stall.Endpoint)
 	o.RequestTimeout = time.Minute
-	st2, err := gcsstore.NewWithOptions(context.Background(), "gs://b/t", o)
+	st2, err := gcsstore.New(context.Background(), "gs://b/t", o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -116,3 +116,6 @@ type Stats = remote.Stats
 
 // Stats returns a snapshot of the counters.
 func (s *Store) Stats() Stats { return s.st.Snapshot(s.pins.Len()) }
+
+// Service names the store in a mount's statistics (remote.Reporter).
+func (s *Store) Service() string { return "gcs" }

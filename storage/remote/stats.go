@@ -83,3 +83,11 @@ func (c *Counters) Count(k Kind) {
 		c.Other.Add(1)
 	}
 }
+
+// Reporter is a store that counts its requests, as every cloud backend
+// does: a mount's .deltafs/stats shows its Stats under its Service name
+// ("s3", "azure", "gcs"), so the commands need not know the backends.
+type Reporter interface {
+	Service() string
+	Stats() Stats
+}

@@ -1,6 +1,7 @@
 // Package s3store is deltafs's S3 backend: a Delta table under an S3 (or
 // S3-compatible) prefix, behind the storage.Storage interface. It registers
-// the "s3" scheme with storage.Register, so a blank import makes
+// the "s3" scheme with storage.Register, so loading it (package table
+// loads every backend, table/backends.go) makes
 // storage.Open("s3://bucket/prefix/to/table", opts) work.
 //
 // # Locations, keys and configuration

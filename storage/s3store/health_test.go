@@ -320,7 +320,7 @@ func TestCloseCancelsInFlight(t *testing.T) {
 	o := testOptions(silent.Endpoint)
 	o.RequestTimeout = time.Minute
 	o.Logger = slog.New(slog.DiscardHandler)
-	st, err := s3store.NewWithOptions(context.Background(), "s3://b/t", o)
+	st, err := s3store.New(context.Background(), "s3://b/t", o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func testOptions(endpoint string) s3store.Options {
 func open(t testing.TB, location string, o s3store.Options) *s3store.Store {
 	t.Helper()
 	return storagetest.OpenRemote(t, location, func(ctx context.Context, loc string) (*s3store.Store, error) {
-		return s3store.NewWithOptions(ctx, loc, o)
+		return s3store.New(ctx, loc, o)
 	})
 }
 

@@ -31,7 +31,7 @@ func TestCredentialsStayAtOrigin(t *testing.T) {
 			o := testOptions(endpoint)
 			o.Credentials = credentials.NewStaticCredentialsProvider(s3test.AccessKey, s3test.SecretKey, "FwoGZXIvYXdzE-session-token")
 			o.MaxAttempts = 1
-			return s3store.NewWithOptions(ctxT(t), "s3://lake/t", o)
+			return s3store.New(ctxT(t), "s3://lake/t", o)
 		},
 		"vended": func(t *testing.T, endpoint string) (storage.Storage, error) {
 			return storage.Open(ctxT(t), "s3://lake/t", storage.Options{Credentials: vended{},

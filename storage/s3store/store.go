@@ -31,7 +31,7 @@ func init() {
 			o.Credentials = vendedAWS{opts.Credentials}
 			o.uncached = true
 		}
-		return NewWithOptions(ctx, location, o)
+		return New(ctx, location, o)
 	})
 }
 
@@ -106,22 +106,14 @@ var (
 	_ io.Closer       = (*Store)(nil)
 )
 
-// New opens the table at location (s3://bucket/prefix/to/table) with the
-// CLI's options (their Timeout, MaxAttempts and DownAfter become
-// RequestTimeout, MaxAttempts and DownAfter) and default tuning otherwise.
-// See NewWithOptions.
-func New(ctx context.Context, location string, opts storage.S3Options) (*Store, error) {
-	return NewWithOptions(ctx, location, Options{S3Options: opts})
-}
-
-// NewWithOptions opens the table at location. It loads the AWS
+// New opens the table at location. It loads the AWS
 // configuration the standard way (config.LoadDefaultConfig: environment,
 // AWS_PROFILE and shared files, web identity, container credentials, IMDS;
 // AWS_ENDPOINT_URL_S3 or AWS_ENDPOINT_URL for the endpoint) and, unless
 // Anonymous, retrieves credentials once so that missing credentials fail
 // here with a clear message rather than at the first read. It sends no
 // request to S3.
-func NewWithOptions(ctx context.Context, location string, o Options) (*Store, error) {
+func New(ctx context.Context, location string, o Options) (*Store, error) {
 	bucket, prefix, err := ParseLocation(location)
 	if err != nil {
 		return nil, err
@@ -254,3 +246,6 @@ type Stats = remote.Stats
 
 // Stats returns a snapshot of the counters.
 func (s *Store) Stats() Stats { return s.st.Snapshot(s.pins.Len()) }
+
+// Service names the store in a mount's statistics (remote.Reporter).
+func (s *Store) Service() string { return "s3" }

@@ -43,7 +43,7 @@ func TestParseLocation(t *testing.T) {
 		if err != nil || b != c.bucket || p != c.prefix {
 			t.Errorf("ParseLocation(%q) = %q, %q, %v; want %q, %q", c.loc, b, p, err, c.bucket, c.prefix)
 		}
-		st, err := s3store.NewWithOptions(context.Background(), c.loc, testOptions("http://127.0.0.1:1"))
+		st, err := s3store.New(context.Background(), c.loc, testOptions("http://127.0.0.1:1"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,13 +123,13 @@ func TestNoCredentials(t *testing.T) {
 	t.Setenv("AWS_ACCESS_KEY_ID", "")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "")
 	start := time.Now()
-	_, err := s3store.New(ctxT(t), "s3://b/t", storage.S3Options{Endpoint: "http://127.0.0.1:1", PathStyle: true})
+	_, err := s3store.New(ctxT(t), "s3://b/t", s3store.Options{S3Options: storage.S3Options{Endpoint: "http://127.0.0.1:1", PathStyle: true}})
 	if err == nil || !strings.Contains(err.Error(), "no usable AWS credentials") || !strings.Contains(err.Error(), "--s3-anonymous") {
 		t.Fatalf("New without credentials = %v", err)
 	}
 	t.Logf("%v (%v)", err, time.Since(start).Round(time.Millisecond))
 	// Anonymous needs none.
-	st, err := s3store.New(ctxT(t), "s3://b/t", storage.S3Options{Endpoint: "http://127.0.0.1:1", PathStyle: true, Anonymous: true})
+	st, err := s3store.New(ctxT(t), "s3://b/t", s3store.Options{S3Options: storage.S3Options{Endpoint: "http://127.0.0.1:1", PathStyle: true, Anonymous: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,7 +579,7 @@ func TestCloseLeavesNothing(t *testing.T) {
 	s3test.Put(t, fake.Endpoint, bucket, "f", data)
 	o := testOptions(fake.Endpoint)
 	o.CoalesceGap = -1
-	st, err := s3store.NewWithOptions(ctxT(t), "s3://"+bucket, o)
+	st, err := s3store.New(ctxT(t), "s3://"+bucket, o)
 	if err != nil {
 		t.Fatal(err)
 	}

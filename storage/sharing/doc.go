@@ -1,7 +1,8 @@
 // Package sharing reads Delta tables shared with Delta Sharing
 // (PROTOCOL.md of delta-io/delta-sharing): a location
 // PROFILE.share#share.schema.table, for every command that takes a
-// table. A blank import claims such locations (storage.RegisterMatch).
+// table. Loading it claims such locations (storage.RegisterMatch);
+// package table loads every backend (table/backends.go).
 //
 // # What it does
 //
