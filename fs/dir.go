@@ -137,7 +137,7 @@ func immutableDir(n node) bool {
 // there (a shard's index is built here, failing with EIO when a data file
 // it needs cannot be read).
 func (r *Root) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	n, ok := decode(in.NodeId)
+	n, ok := r.decode(in.NodeId)
 	if !ok {
 		return fuse.ENOENT
 	}
@@ -166,7 +166,7 @@ func (r *Root) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.Di
 }
 
 func (r *Root) readDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.Status {
-	n, ok := decode(in.NodeId)
+	n, ok := r.decode(in.NodeId)
 	if !ok {
 		return fuse.ENOENT
 	}
@@ -196,7 +196,7 @@ func (r *Root) readDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEnt
 		default:
 			name, c = l.entry(i - 2)
 			var fits bool
-			if id, fits = ino(c.kind, c.version, c.item); !fits {
+			if id, fits = r.ino(c.kind, c.version, c.item); !fits {
 				continue
 			}
 			mode = kindMode(c.kind)

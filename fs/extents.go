@@ -88,7 +88,7 @@ func (r *Root) extentsFile(ctx context.Context, n node) (*extentsFile, syscall.E
 	if r.opts.Extents == nil {
 		return nil, syscall.ENOENT
 	}
-	id := mustIno(n.kind, n.version, n.item)
+	id := r.mustIno(n.kind, n.version, n.item)
 	if f, ok := r.extents.Load(id); ok {
 		return f.(*extentsFile), 0
 	}
@@ -148,7 +148,7 @@ func (f *extentsFile) read(ctx context.Context, off int64) ([]byte, syscall.Errn
 // with --xattrs (otherwise the mount disables xattrs and the kernel never
 // asks).
 func (r *Root) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string, dest []byte) (uint32, fuse.Status) {
-	n, ok := decode(h.NodeId)
+	n, ok := r.decode(h.NodeId)
 	if !ok || n.kind != kindSample || !r.xattrs() || attr != r.opts.Extents.XattrName() {
 		return 0, fuse.ENOATTR
 	}
@@ -169,7 +169,7 @@ func (r *Root) GetXAttr(cancel <-chan struct{}, h *fuse.InHeader, attr string, d
 
 // ListXAttr implements fuse.RawFileSystem.
 func (r *Root) ListXAttr(cancel <-chan struct{}, h *fuse.InHeader, dest []byte) (uint32, fuse.Status) {
-	n, ok := decode(h.NodeId)
+	n, ok := r.decode(h.NodeId)
 	if !ok || n.kind != kindSample || !r.xattrs() {
 		return 0, fuse.OK
 	}

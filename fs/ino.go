@@ -86,3 +86,31 @@ func classItem(k, c int) int64 { return int64(k)<<16 | int64(c) }
 
 // shardOfClass splits a class folder's item.
 func shardOfClass(item int64) (k, c int) { return int(item >> 16), int(item & (maxClasses - 1)) }
+
+// ino packs the node id of one of r's nodes: ino's, or under a Catalog
+// the mount's id for it (Catalog.tableIno).
+func (r *Root) ino(kind int, version, item int64) (uint64, bool) {
+	if r.ids == nil {
+		return ino(kind, version, item)
+	}
+	return r.ids.cat.tableIno(r.ids.table, kind, version, item)
+}
+
+// mustIno is r.ino for nodes whose values always fit.
+func (r *Root) mustIno(kind int, version, item int64) uint64 {
+	n, _ := r.ino(kind, version, item)
+	return n
+}
+
+// decode unpacks one of r's node ids: decode's, or under a Catalog
+// Catalog.tableNode's (ok false for another table's ids).
+func (r *Root) decode(id uint64) (node, bool) {
+	if r.ids == nil {
+		return decode(id)
+	}
+	t, n, ok := r.ids.cat.tableNode(id)
+	if !ok || t != r.ids.table {
+		return node{}, false
+	}
+	return n, true
+}

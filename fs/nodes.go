@@ -252,7 +252,7 @@ func (r *Root) negativeTimeout(n node) time.Duration {
 // Lookup implements fuse.RawFileSystem.
 func (r *Root) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
 	r.ctr.Lookups.Add(1)
-	parent, ok := decode(h.NodeId)
+	parent, ok := r.decode(h.NodeId)
 	if !ok {
 		return fuse.ENOENT
 	}
@@ -273,7 +273,7 @@ func (r *Root) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out
 
 // entry fills out for node c and counts the kernel's lookup.
 func (r *Root) entry(ctx context.Context, c node, out *fuse.EntryOut) syscall.Errno {
-	id, ok := ino(c.kind, c.version, c.item)
+	id, ok := r.ino(c.kind, c.version, c.item)
 	if !ok {
 		return syscall.ENOENT
 	}
@@ -306,7 +306,7 @@ func (r *Root) Forget(nodeid, nlookup uint64) { r.kernelInodes.Add(-int64(nlooku
 
 // GetAttr implements fuse.RawFileSystem.
 func (r *Root) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	n, ok := decode(in.NodeId)
+	n, ok := r.decode(in.NodeId)
 	if !ok {
 		return fuse.ENOENT
 	}
@@ -321,7 +321,7 @@ func (r *Root) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.Att
 
 // Readlink implements fuse.RawFileSystem.
 func (r *Root) Readlink(cancel <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
-	n, ok := decode(h.NodeId)
+	n, ok := r.decode(h.NodeId)
 	if !ok {
 		return nil, fuse.ENOENT
 	}

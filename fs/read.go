@@ -13,7 +13,7 @@ import (
 // memory; _samples.tsv is generated from the shard's index for the range
 // asked.
 func (r *Root) Read(cancel <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
-	n, ok := decode(in.NodeId)
+	n, ok := r.decode(in.NodeId)
 	if !ok {
 		return nil, fuse.ENOENT
 	}

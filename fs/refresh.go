@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hanwen/go-fuse/v2/fuse"
-
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -94,11 +92,11 @@ func (r *Root) refresh(ctx context.Context) error {
 		// this refresh could deadlock.
 		go func() {
 			if moved {
-				s.InodeNotify(mustIno(kindLatest, 0, 0), 0, 0)
-				s.EntryNotify(fuse.FUSE_ROOT_ID, "latest")
+				s.InodeNotify(r.mustIno(kindLatest, 0, 0), 0, 0)
+				s.EntryNotify(r.mustIno(kindRoot, 0, 0), "latest")
 			}
 			for _, name := range added {
-				s.EntryNotify(mustIno(kindVersions, 0, 0), name)
+				s.EntryNotify(r.mustIno(kindVersions, 0, 0), name)
 			}
 		}()
 	}

@@ -94,7 +94,12 @@ type Root struct {
 	// nodes: +1 for each LOOKUP answered and each READDIRPLUS entry given
 	// a node, -n for each FORGET. It decides whether listings give
 	// attributes (Options.KernelInodes).
-	kernelInodes atomic.Int64
+	// Under a Catalog, every table's root shares the catalog's.
+	kernelInodes *atomic.Int64
+
+	// ids, under a Catalog, maps the table's nodes into the mount's node
+	// ids (catalog.go); nil: the node id is the node (ino.go).
+	ids *tableIDs
 
 	stats   statsFile
 	extents sync.Map // node id -> *extentsFile, for shards whose _extents.tsv was looked up
@@ -128,8 +133,14 @@ func (r *Root) KernelInodes() int64 { return r.kernelInodes.Load() }
 // NewRoot lists the table's versions once (failing when it cannot) and
 // returns the filesystem to mount.
 func NewRoot(ctx context.Context, opts Options) (*Root, error) {
+	return newRoot(ctx, opts, nil, new(atomic.Int64))
+}
+
+// newRoot is NewRoot for a table at its own mount (ids nil) or under a
+// Catalog.
+func newRoot(ctx context.Context, opts Options, ids *tableIDs, inodes *atomic.Int64) (*Root, error) {
 	opts.fill()
-	r := &Root{RawFileSystem: fuse.NewDefaultRawFileSystem(), opts: opts, log: opts.Logger, started: time.Now(), latest: -1}
+	r := &Root{RawFileSystem: fuse.NewDefaultRawFileSystem(), opts: opts, log: opts.Logger, started: time.Now(), latest: -1, ids: ids, kernelInodes: inodes}
 	r.stats.root = r
 	if opts.Prefill > 0 {
 		r.prefill = newPrefiller(r, opts.Prefill)
