@@ -308,3 +308,123 @@ func (c *Client) once(ctx context.Context, method, path string, payload []byte, 
 	}
 	return false, nil
 }
+
+// Bounds of a listing (ListSchemas, ListTables): at most maxListed names
+// and maxListPages pages (each answer bounded by maxAnswer), within
+// listTimeout for all of them. A catalog that pages without end, or
+// lists more, fails the listing. Variables for tests.
+var (
+	maxListed    = 100_000
+	maxListPages = 10_000
+	listTimeout  = 5 * time.Minute
+)
+
+// listPage is the size of the pages asked for (the specification's
+// maximum).
+const listPage = 50
+
+// ListSchemas is GET /schemas for the catalog, every page: the names of
+// its schemas, in the catalog's order.
+func (c *Client) ListSchemas(ctx context.Context, catalog string) ([]string, error) {
+	q := url.Values{"catalog_name": {catalog}}
+	return c.list(ctx, "/schemas", q, func(data json.RawMessage, next *string) ([]string, error) {
+		var page struct {
+			Schemas []struct {
+				Name        string `json:"name"`
+				CatalogName string `json:"catalog_name"`
+			} `json:"schemas"`
+			NextPageToken *string `json:"next_page_token"`
+		}
+		if err := json.Unmarshal(data, &page); err != nil {
+			return nil, fmt.Errorf("not a valid answer: %s", httpjson.Cause(err))
+		}
+		var names []string
+		for _, s := range page.Schemas {
+			if s.CatalogName != "" && !strings.EqualFold(s.CatalogName, catalog) {
+				return nil, fmt.Errorf("the catalog lists schema %q of catalog %q among %s's", s.Name, s.CatalogName, catalog)
+			}
+			names = append(names, s.Name)
+		}
+		if page.NextPageToken != nil {
+			*next = *page.NextPageToken
+		}
+		return names, nil
+	})
+}
+
+// ListTables is GET /tables for the schema, every page: the names of its
+// Delta tables (others, such as views, are left out), in the catalog's
+// order.
+func (c *Client) ListTables(ctx context.Context, catalog, schema string) ([]string, error) {
+	q := url.Values{"catalog_name": {catalog}, "schema_name": {schema}}
+	return c.list(ctx, "/tables", q, func(data json.RawMessage, next *string) ([]string, error) {
+		var page struct {
+			Tables        []TableInfo `json:"tables"`
+			NextPageToken *string     `json:"next_page_token"`
+		}
+		if err := json.Unmarshal(data, &page); err != nil {
+			return nil, fmt.Errorf("not a valid answer: %s", httpjson.Cause(err))
+		}
+		var names []string
+		for _, t := range page.Tables {
+			if t.CatalogName != "" && !strings.EqualFold(t.CatalogName, catalog) || t.SchemaName != "" && !strings.EqualFold(t.SchemaName, schema) {
+				return nil, fmt.Errorf("the catalog lists table %q of %s.%s among %s.%s's", t.Name, t.CatalogName, t.SchemaName, catalog, schema)
+			}
+			if !strings.EqualFold(t.DataSourceFormat, "DELTA") {
+				continue
+			}
+			names = append(names, t.Name)
+		}
+		if page.NextPageToken != nil {
+			*next = *page.NextPageToken
+		}
+		return names, nil
+	})
+}
+
+// list calls path with q and max_results, then with every page_token the
+// answers give, until one gives none (or an empty one), within the
+// listing's bounds. A token the catalog gave before fails the listing: it
+// would page without end.
+func (c *Client) list(ctx context.Context, path string, q url.Values, page func(json.RawMessage, *string) ([]string, error)) ([]string, error) {
+	ctx, cancel := context.WithTimeoutCause(ctx, listTimeout, fmt.Errorf("the listing did not end within %v", listTimeout))
+	defer cancel()
+	q.Set("max_results", fmt.Sprint(listPage))
+	seen := map[string]bool{}
+	var names []string
+	for pages := 1; ; pages++ {
+		var data json.RawMessage
+		if err := c.call(ctx, http.MethodGet, path+"?"+q.Encode(), nil, &data); err != nil {
+			if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil {
+				return nil, cause
+			}
+			return nil, err
+		}
+		next := ""
+		got, err := page(data, &next)
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, got...)
+		switch {
+		case len(names) > maxListed:
+			return nil, fmt.Errorf("the catalog lists more than %d names", maxListed)
+		case next == "":
+			return names, nil
+		case seen[next]:
+			return nil, fmt.Errorf("the catalog gives page token %q twice: its pages would not end", clip(next))
+		case pages >= maxListPages:
+			return nil, fmt.Errorf("the catalog's listing goes on past %d pages", maxListPages)
+		}
+		seen[next] = true
+		q.Set("page_token", next)
+	}
+}
+
+// clip shortens s for an error line.
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}

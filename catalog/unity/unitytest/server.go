@@ -63,6 +63,7 @@ type Server struct {
 	LoadStatus atomic.Int64
 
 	hostile // hostile.go: modes, and the counters Requests and VendRequests
+	listing // list.go: the counter ListRequests, hostile listings
 
 	mu       sync.Mutex
 	tables   map[string]*table // by lower-case full name
@@ -191,6 +192,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	path := strings.TrimPrefix(r.URL.EscapedPath(), prefix)
 	switch {
+	case r.Method == http.MethodGet && path == "/schemas":
+		s.listSchemas(w, r)
+	case r.Method == http.MethodGet && path == "/tables":
+		s.listTables(w, r)
 	case r.Method == http.MethodGet && strings.HasPrefix(path, "/tables/") && len(r.URL.Path) > len(prefix+"/tables/"):
 		s.getTable(w, strings.TrimPrefix(r.URL.Path, prefix+"/tables/"))
 	case r.Method == http.MethodGet && strings.HasPrefix(path, "/delta/v1/catalogs/"):
