@@ -647,23 +647,30 @@ func (c *Catalog) dirEntry(it catItem, mtime time.Time, out *fuse.EntryOut) {
 	c.kernelInodes.Add(1)
 }
 
-// Lookup implements fuse.RawFileSystem.
-func (c *Catalog) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+// route resolves a request on a directory node: a table's node goes to
+// the table's Root (its directory opens the table), a catalog directory
+// is listed at its first use and returned.
+func (c *Catalog) route(cancel <-chan struct{}, h *fuse.InHeader) (*Root, *catDir, fuse.Status) {
 	tg, ok := c.target(h.NodeId)
 	if !ok {
-		return fuse.ENOENT
+		return nil, nil, fuse.ENOENT
 	}
 	ctx := requestCtx(cancel, h)
 	if tg.t != nil {
 		r, errno := c.tableRoot(ctx, tg)
-		if errno != 0 {
-			return status(errno)
-		}
-		return r.Lookup(cancel, h, name, out)
+		return r, nil, status(errno)
 	}
-	d := tg.dir
-	if errno := c.ensureListed(ctx, d); errno != 0 {
-		return status(errno)
+	return nil, tg.dir, status(c.ensureListed(ctx, tg.dir))
+}
+
+// Lookup implements fuse.RawFileSystem.
+func (c *Catalog) Lookup(cancel <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	r, d, st := c.route(cancel, h)
+	if st != fuse.OK {
+		return st
+	}
+	if r != nil {
+		return r.Lookup(cancel, h, name, out)
 	}
 	d.mu.Lock()
 	it, ok := d.children[name]
@@ -736,19 +743,11 @@ func (c *Catalog) GetAttr(cancel <-chan struct{}, in *fuse.GetAttrIn, out *fuse.
 // OpenDir implements fuse.RawFileSystem: a catalog directory is listed
 // (at first use); a table's directory opens the table.
 func (c *Catalog) OpenDir(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	tg, ok := c.target(in.NodeId)
-	if !ok {
-		return fuse.ENOENT
-	}
-	ctx := requestCtx(cancel, &in.InHeader)
-	if tg.t != nil {
-		r, errno := c.tableRoot(ctx, tg)
-		if errno != 0 {
-			return status(errno)
-		}
+	r, _, st := c.route(cancel, &in.InHeader)
+	if r != nil && st == fuse.OK {
 		return r.OpenDir(cancel, in, out)
 	}
-	return status(c.ensureListed(ctx, tg.dir))
+	return st
 }
 
 // ReadDir implements fuse.RawFileSystem.
@@ -762,24 +761,14 @@ func (c *Catalog) ReadDirPlus(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse
 }
 
 func (c *Catalog) readDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList, plus bool) fuse.Status {
-	tg, ok := c.target(in.NodeId)
-	if !ok {
-		return fuse.ENOENT
-	}
-	ctx := requestCtx(cancel, &in.InHeader)
-	if tg.t != nil {
-		r, errno := c.tableRoot(ctx, tg)
-		if errno != 0 {
-			return status(errno)
-		}
-		if plus {
-			return r.ReadDirPlus(cancel, in, out)
-		}
+	r, d, st := c.route(cancel, &in.InHeader)
+	switch {
+	case st != fuse.OK:
+		return st
+	case r != nil && plus:
+		return r.ReadDirPlus(cancel, in, out)
+	case r != nil:
 		return r.ReadDir(cancel, in, out)
-	}
-	d := tg.dir
-	if errno := c.ensureListed(ctx, d); errno != 0 {
-		return status(errno)
 	}
 	d.mu.Lock()
 	names, children, mtime := d.names, d.children, d.mtime
