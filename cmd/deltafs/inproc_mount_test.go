@@ -93,7 +93,13 @@ func (m *inProcMount) shard() string { return filepath.Join(m.dir, "version", "0
 // request handlers wait on network reads that need that lock, nothing
 // moves again. A mount in its own process (deltafs mount) cannot meet it.
 func readNoPoll(path string) ([]byte, error) {
+	// A signal to the reading thread (the Go runtime preempts with
+	// SIGURG) interrupts a FUSE request; the kernel then answers EINTR,
+	// and a loader retries, as CPython does (PEP 475) and os.Open does.
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
