@@ -30,7 +30,9 @@ FUZZ_TARGETS := \
 	./internal/secret FuzzRedact \
 	./catalog/unity FuzzAnswers \
 	./catalog/unity FuzzLoadTableAnswer \
-	./internal/attack FuzzAttack
+	./internal/attack FuzzAttack \
+	./internal/blockcodec FuzzSnappy \
+	./internal/blockcodec FuzzLZ4
 
 # make install: the binary into $(PREFIX)/bin and its man pages, generated
 # from the command definitions (deltafs man), into $(PREFIX)/share/man/man1.
