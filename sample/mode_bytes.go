@@ -3,6 +3,7 @@ package sample
 import (
 	"context"
 	"fmt"
+	"math"
 
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -77,12 +78,15 @@ func (m *bytesMode) index(ctx context.Context, b *fileBuild) error {
 	fs.exts = make([]uint8, 0, len(rows))
 	extIdx := map[string]uint8{}
 	next := 0 // the next live row's ordinal
-	each := func(row int64, data []byte) error {
+	each := func(row, size int64, head []byte) error {
 		if next >= len(rows) || int64(rows[next]) != row {
 			return nil // a deleted row, or one a filter leaves out
 		}
-		fs.sizes = append(fs.sizes, uint32(len(data)))
-		ext := sniffExt(data)
+		if size > math.MaxUint32 {
+			return fmt.Errorf("row %d: a value of %d bytes, past the largest sample (4 GiB)", row, size)
+		}
+		fs.sizes = append(fs.sizes, uint32(size))
+		ext := sniffHead(head, size)
 		if ext == "" && paths != nil {
 			ext = pathExt(paths[next])
 		}
@@ -109,22 +113,34 @@ func (m *bytesMode) index(ctx context.Context, b *fileBuild) error {
 		next++
 		return nil
 	}
+	// A RangeFetcher gives sizes and first bytes without whole values
+	// in memory (pages too large for it are decoded as a stream).
+	f := b.v.s.opts.Fetcher
+	rf, ranged := f.(RangeFetcher)
 	var err error
 	if b.filtered {
 		// Only the rows the filter keeps: the pages they lie in, not the
 		// whole column (each page once, through the cache).
 		for _, row := range rows {
-			data, verr := b.v.s.opts.Fetcher.Value(ctx, fs.ref, m.data.phys, int64(row))
-			if verr != nil {
-				err = verr
+			var size int64
+			var head []byte
+			if ranged {
+				size, head, err = rf.Head(ctx, fs.ref, m.data.phys, int64(row), sniffBytes)
+			} else {
+				head, err = f.Value(ctx, fs.ref, m.data.phys, int64(row))
+				size = int64(len(head))
+			}
+			if err != nil {
 				break
 			}
-			if err = each(int64(row), data); err != nil {
+			if err = each(int64(row), size, head); err != nil {
 				break
 			}
 		}
+	} else if ranged {
+		err = rf.Heads(ctx, fs.ref, m.data.phys, sniffBytes, each)
 	} else {
-		err = b.v.s.opts.Fetcher.Values(ctx, fs.ref, m.data.phys, each)
+		err = f.Values(ctx, fs.ref, m.data.phys, func(row int64, v []byte) error { return each(row, int64(len(v)), v) })
 	}
 	if err != nil {
 		return err

@@ -49,11 +49,14 @@ type PageFetcher struct {
 
 	spill      *spillStore // nil: no spilling
 	spillAbove int64
+	streaming  flight.Group[CacheKey, []byte] // pages being decoded as a stream (pagestream.go)
 
 	opens   atomic.Int64
 	pages   atomic.Int64
 	ahead   atomic.Int64
 	spilled atomic.Int64
+	// streamedPages: pages decoded as a stream into a spill file
+	streamedPages atomic.Int64
 }
 
 // PageFetcherOptions configure a PageFetcher.
@@ -117,11 +120,14 @@ type FetchStats struct {
 	PagesDecoded int64 `json:"pages_decoded"` // pages read and decoded (cache misses)
 	ReadAhead    int64 `json:"read_ahead"`    // pages handed to the cache's read-ahead
 	PagesSpilled int64 `json:"pages_spilled"` // large pages kept in spill files (SpillAbove)
+	// PagesStreamed counts large pages decoded as a stream straight into
+	// a spill file, never whole in memory (also in PagesDecoded).
+	PagesStreamed int64 `json:"pages_streamed"`
 }
 
 // Stats returns the counters.
 func (p *PageFetcher) Stats() FetchStats {
-	return FetchStats{FilesOpened: p.opens.Load(), PagesDecoded: p.pages.Load(), ReadAhead: p.ahead.Load(), PagesSpilled: p.spilled.Load()}
+	return FetchStats{FilesOpened: p.opens.Load(), PagesDecoded: p.pages.Load(), ReadAhead: p.ahead.Load(), PagesSpilled: p.spilled.Load(), PagesStreamed: p.streamedPages.Load()}
 }
 
 type openFile struct {
@@ -327,6 +333,97 @@ func (p *PageFetcher) Values(ctx context.Context, ref FileRef, column string, fn
 	return nil
 }
 
+// Heads implements RangeFetcher: Values, with a page that is decoded as
+// a stream (too large for memory) read from its spill file.
+func (p *PageFetcher) Heads(ctx context.Context, ref FileRef, column string, max int, fn func(row, size int64, head []byte) error) error {
+	of, err := p.open(ctx, ref)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, max)
+	total := of.start[len(of.start)-1]
+	for row := int64(0); row < total; {
+		l, err := p.locate(ctx, ref, column, row)
+		if err != nil {
+			return err
+		}
+		n, err := p.pageHeads(ctx, ref, column, l, row, buf, fn)
+		if err != nil {
+			return err
+		}
+		row += n
+	}
+	return nil
+}
+
+// pageHeads calls fn for the values of the page at l, which must start
+// at row, and returns how many there are.
+func (p *PageFetcher) pageHeads(ctx context.Context, ref FileRef, column string, l *pageLoc, row int64, buf []byte, fn func(row, size int64, head []byte) error) (int64, error) {
+	s := p.spill.acquire(l.key)
+	if s == nil {
+		var err error
+		if s, err = p.streamed(ctx, ref, column, l); err != nil {
+			return 0, err
+		}
+	}
+	if s != nil {
+		defer p.spill.release(s)
+		if first := l.of.start[l.rgi] + s.firstRow; first != row || s.n == 0 {
+			return 0, fmt.Errorf("the page at row %d starts at row %d and holds %d values", row, first, s.n)
+		}
+		for i := range s.n {
+			size, n, err := s.head(i, buf)
+			if err != nil {
+				return 0, err
+			}
+			if err := fn(row+int64(i), size, buf[:n]); err != nil {
+				return 0, err
+			}
+		}
+		return int64(s.n), nil
+	}
+	blob, err := p.get(ctx, ref, column, l)
+	if err != nil {
+		return 0, err
+	}
+	first, n := l.of.start[l.rgi]+blobFirstRow(blob), blobLen(blob)
+	if first != row || n == 0 {
+		return 0, fmt.Errorf("the page at row %d starts at row %d and holds %d values", row, first, n)
+	}
+	for i := range n {
+		v := blobValue(blob, i)
+		if err := fn(row+int64(i), int64(len(v)), v[:min(len(v), len(buf))]); err != nil {
+			return 0, err
+		}
+	}
+	return int64(n), nil
+}
+
+// Head implements RangeFetcher.
+func (p *PageFetcher) Head(ctx context.Context, ref FileRef, column string, row int64, max int) (int64, []byte, error) {
+	l, err := p.locate(ctx, ref, column, row)
+	if err != nil {
+		return 0, nil, err
+	}
+	s := p.spill.acquire(l.key)
+	if s == nil {
+		if s, err = p.streamed(ctx, ref, column, l); err != nil {
+			return 0, nil, err
+		}
+	}
+	if s != nil {
+		defer p.spill.release(s)
+		buf := make([]byte, max)
+		size, n, err := s.head(int(l.inRG-s.firstRow), buf)
+		return size, buf[:n], err
+	}
+	v, err := p.Value(ctx, ref, column, row)
+	if err != nil {
+		return 0, nil, err
+	}
+	return int64(len(v)), v[:min(len(v), max)], nil
+}
+
 // pageLoc is where the page holding a row of a column lies.
 type pageLoc struct {
 	of        *openFile
@@ -341,6 +438,7 @@ type pageLoc struct {
 	page0     int64 // the chunk's first page's offset
 	unit      string
 	key       CacheKey
+	head      []byte // the page's first bytes, when read already (streamed)
 }
 
 // locate finds the page holding row of column.
@@ -399,6 +497,15 @@ func (p *PageFetcher) get(ctx context.Context, ref FileRef, column string, l *pa
 		if b := of.batch(column, l.unit); b != nil {
 			// Read ahead already, or about to be: one read for both.
 			raw = func() ([]byte, error) { return b.get(ctx, l.pi) }
+		} else if head := l.head; head != nil && l.pageLen > 0 {
+			// Its first bytes read already (streamed, which declined it).
+			raw = func() ([]byte, error) {
+				rest, err := readExact(storage.ReaderAt(ctx, p.st, ref.Key), l.pageOff+int64(len(head)), l.pageLen-int64(len(head)))
+				if err != nil {
+					return nil, err
+				}
+				return append(head[:len(head):len(head)], rest...), nil
+			}
 		}
 		return p.readPages(ctx, of, ref, chunkAt{l.rgi, l.leaf, l.cc, l.page0}, l.pageFirst, l.pageOff, l.pageLen, raw)
 	})
@@ -428,6 +535,13 @@ func (p *PageFetcher) ValueAt(ctx context.Context, ref FileRef, column string, r
 		return 0, err
 	}
 	if s := p.spill.acquire(l.key); s != nil {
+		defer p.spill.release(s)
+		return s.readValue(int(l.inRG-s.firstRow), b, off)
+	}
+	if s, err := p.streamed(ctx, ref, column, l); err != nil || s != nil {
+		if err != nil {
+			return 0, err
+		}
 		defer p.spill.release(s)
 		return s.readValue(int(l.inRG-s.firstRow), b, off)
 	}

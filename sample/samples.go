@@ -85,6 +85,13 @@ type RangeFetcher interface {
 	// ValueAt reads bytes [off, off+len(p)) of the value into p: the
 	// count read, 0 at or past its end (and for a null).
 	ValueAt(ctx context.Context, f FileRef, column string, row int64, p []byte, off int64) (int, error)
+	// Heads is Values giving each value's size and its first bytes (up
+	// to max) instead of the whole value: what indexing a shard of
+	// samples too large for memory needs (PageFetcher decodes their pages
+	// as a stream, never whole in memory).
+	Heads(ctx context.Context, f FileRef, column string, max int, fn func(row, size int64, head []byte) error) error
+	// Head is Value's size and first bytes, as Heads gives them.
+	Head(ctx context.Context, f FileRef, column string, row int64, max int) (size int64, head []byte, err error)
 }
 
 // Options configure a Samples.

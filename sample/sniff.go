@@ -12,7 +12,11 @@ import (
 // with short magic numbers (BMP's two bytes, TIFF's four) are also checked
 // for a well-formed header, so that raw values (16 bytes of a tensor, say)
 // are not taken for images by chance.
-func sniffExt(data []byte) string {
+func sniffExt(data []byte) string { return sniffHead(data, int64(len(data))) }
+
+// sniffHead is sniffExt for a value of size bytes of which data are the
+// first (at least sniffBytes of them, when it has as many).
+func sniffHead(data []byte, size int64) string {
 	if len(data) < 4 {
 		return ""
 	}
@@ -32,8 +36,8 @@ func sniffExt(data []byte) string {
 		return ".bmp"
 	case len(data) >= 12 && bytes.Equal(data[:4], []byte("RIFF")) && bytes.Equal(data[8:12], []byte("WEBP")):
 		return ".webp"
-	case bytes.HasPrefix(data, []byte("II*\x00")) && len(data) >= 8 && tiffOffset(binary.LittleEndian.Uint32(data[4:]), len(data)),
-		bytes.HasPrefix(data, []byte("MM\x00*")) && len(data) >= 8 && tiffOffset(binary.BigEndian.Uint32(data[4:]), len(data)):
+	case bytes.HasPrefix(data, []byte("II*\x00")) && len(data) >= 8 && tiffOffset(binary.LittleEndian.Uint32(data[4:]), size),
+		bytes.HasPrefix(data, []byte("MM\x00*")) && len(data) >= 8 && tiffOffset(binary.BigEndian.Uint32(data[4:]), size):
 		return ".tif"
 	}
 	return ""
@@ -64,7 +68,10 @@ func bmpHeader(data []byte) bool {
 }
 
 // tiffOffset checks a TIFF's first IFD offset.
-func tiffOffset(off uint32, n int) bool { return off >= 8 && int64(off) < int64(n) }
+func tiffOffset(off uint32, n int64) bool { return off >= 8 && int64(off) < n }
+
+// sniffBytes is the most bytes of a value sniffHead looks at.
+const sniffBytes = 64
 
 // pathExt is the extension of a path column value, made safe: lower case,
 // at most 16 bytes, letters and digits only; "" when there is none.

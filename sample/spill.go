@@ -26,13 +26,15 @@ type spillStore struct {
 	writing map[CacheKey]bool                // guarded by mu; spills in progress
 }
 
-// spillFile is one spilled page.
+// spillFile is one spilled page: a blob, or a page decoded as a stream
+// (pagestream.go), whose values lie in the file where spans say.
 type spillFile struct {
 	f        *os.File
-	n        int   // the blob's values
-	firstRow int64 // the blob's first row in its row group
-	refs     int   // guarded by spillStore.mu; reads in progress
-	evicted  bool  // guarded by spillStore.mu; close when refs drop to 0
+	n        int         // the page's values
+	firstRow int64       // the page's first row in its row group
+	spans    []spillSpan // a streamed page's values; nil: f holds a blob
+	refs     int         // guarded by spillStore.mu; reads in progress
+	evicted  bool        // guarded by spillStore.mu; close when refs drop to 0
 }
 
 func newSpillStore(dir string, maxBytes int64) *spillStore {
@@ -47,6 +49,9 @@ func newSpillStore(dir string, maxBytes int64) *spillStore {
 // acquire returns k's spilled page, held until release; nil when k is not
 // spilled.
 func (st *spillStore) acquire(k CacheKey) *spillFile {
+	if st == nil {
+		return nil // no spilling
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	s, ok := st.files.Get(k)
@@ -92,8 +97,27 @@ func (st *spillStore) add(k CacheKey, blob []byte) bool {
 	return true
 }
 
-// write writes blob to a new unlinked file.
-func (st *spillStore) write(blob []byte) (*spillFile, error) {
+// spillSpan is where one value of a streamed page lies in its file.
+type spillSpan struct {
+	off, n int64
+	null   bool
+}
+
+// keep keeps s, a page decoded into its file, under k, at cost bytes. It
+// reports whether it was kept: a page larger than the whole budget, or
+// one spilled meanwhile, is closed.
+func (st *spillStore) keep(k CacheKey, s *spillFile, cost int64) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if _, have := st.files.Get(k); have || !st.files.Add(k, s, cost) {
+		s.f.Close()
+		return false
+	}
+	return true
+}
+
+// create makes a new unlinked file.
+func (st *spillStore) create() (*os.File, error) {
 	dir := st.dir
 	if dir == "" {
 		dir = os.TempDir()
@@ -104,6 +128,15 @@ func (st *spillStore) write(blob []byte) (*spillFile, error) {
 	}
 	if err := os.Remove(f.Name()); err != nil {
 		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// write writes blob to a new unlinked file.
+func (st *spillStore) write(blob []byte) (*spillFile, error) {
+	f, err := st.create()
+	if err != nil {
 		return nil, err
 	}
 	if _, err := f.Write(blob); err != nil {
@@ -118,6 +151,9 @@ func (st *spillStore) write(blob []byte) (*spillFile, error) {
 func (s *spillFile) readValue(i int, p []byte, off int64) (int, error) {
 	if i < 0 || i >= s.n {
 		return 0, fmt.Errorf("value %d not in its page (%d values)", i, s.n)
+	}
+	if s.spans != nil {
+		return s.readSpan(i, p, off)
 	}
 	var b [8]byte
 	if _, err := s.f.ReadAt(b[:1], int64(blobHeader+i)); err != nil {
@@ -145,4 +181,48 @@ func (s *spillFile) readValue(i int, p []byte, off int64) (int, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return n, err
+}
+
+// readSpan is readValue for a streamed page.
+func (s *spillFile) readSpan(i int, p []byte, off int64) (int, error) {
+	v := s.spans[i]
+	if v.null || off < 0 || off >= v.n {
+		return 0, nil
+	}
+	p = p[:min(int64(len(p)), v.n-off)]
+	n, err := s.f.ReadAt(p, v.off+off)
+	if err == io.EOF && n == len(p) {
+		err = nil
+	}
+	if err == nil && n < len(p) {
+		err = io.ErrUnexpectedEOF
+	}
+	return n, err
+}
+
+// head returns value i's size in bytes, and reads its first bytes (up to
+// len(head)) into head.
+func (s *spillFile) head(i int, head []byte) (size int64, n int, err error) {
+	if i < 0 || i >= s.n {
+		return 0, 0, fmt.Errorf("value %d not in its page (%d values)", i, s.n)
+	}
+	if s.spans != nil {
+		size = s.spans[i].n
+		if s.spans[i].null {
+			size = 0
+		}
+	} else {
+		var b [9]byte
+		if _, err := s.f.ReadAt(b[:1], int64(blobHeader+i)); err != nil {
+			return 0, 0, err
+		}
+		if _, err := s.f.ReadAt(b[1:], int64(blobHeader+s.n+4*i)); err != nil {
+			return 0, 0, err
+		}
+		if b[0] != 1 {
+			size = int64(binary.LittleEndian.Uint32(b[5:])) - int64(binary.LittleEndian.Uint32(b[1:5]))
+		}
+	}
+	n, err = s.readValue(i, head, 0)
+	return size, n, err
 }

@@ -363,6 +363,7 @@ func mountStats(root *dfs.Root, t *table.Table) any {
 		"files_opened":         fs.FilesOpened,
 		"pages_decoded":        fs.PagesDecoded,
 		"pages_spilled":        fs.PagesSpilled,
+		"pages_streamed":       fs.PagesStreamed,
 	}
 	out["cache"] = t.Cache.Stats()
 	// The cloud backend's requests by kind, retries and bytes fetched,

@@ -34,6 +34,7 @@ func metricsRegistry(stk *stack, root *dfs.Root) *prometheus.Registry {
 	counter("deltafs_fetch_files_opened_total", "Data file tails (footer and page index) read from storage.", func() float64 { return float64(f.Stats().FilesOpened) })
 	counter("deltafs_fetch_pages_decoded_total", "Parquet pages read and decoded (cache misses).", func() float64 { return float64(f.Stats().PagesDecoded) })
 	counter("deltafs_fetch_pages_spilled_total", "Pages too large for the memory cache kept in spill files, read from there in part.", func() float64 { return float64(f.Stats().PagesSpilled) })
+	counter("deltafs_fetch_pages_streamed_total", "Pages too large for memory decoded as a stream straight into spill files.", func() float64 { return float64(f.Stats().PagesStreamed) })
 	counter("deltafs_fetch_read_ahead_total", "Pages handed to the cache's read-ahead.", func() float64 { return float64(f.Stats().ReadAhead) })
 	sc := stk.Samples.Counters()
 	counter("deltafs_sample_reads_total", "Sample file reads served.", func() float64 { return float64(sc.Reads.Load()) })

@@ -1,0 +1,231 @@
+package sample
+
+import (
+	"bytes"
+	"context"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+
+	"github.com/deltafs/deltafs/storage"
+)
+
+type streamRow struct {
+	ID   int64  `parquet:"id"`
+	Data []byte `parquet:"data,optional,plain"`
+}
+
+type streamRowRequired struct {
+	ID   int64  `parquet:"id"`
+	Data []byte `parquet:"data,plain"`
+}
+
+// streamRows are the rows of the test files: small values, nulls and two
+// large ones (noise, and a text that compresses), in one page.
+func streamRows(size int) [][]byte {
+	rng := rand.NewChaCha8([32]byte{5})
+	noise := make([]byte, size)
+	_, _ = rng.Read(noise)
+	var text bytes.Buffer
+	for i := 0; text.Len() < size; i++ {
+		text.WriteString("sample ")
+		text.WriteString(strings.Repeat("ab", i%97))
+		text.Write(noise[i%1000 : i%1000+i%13])
+	}
+	return [][]byte{[]byte("a"), noise, nil, text.Bytes()[:size], []byte("\x89PNG\r\n\x1a\n tail")}
+}
+
+// writeStreamFile writes rows into one row group and one page of a
+// Parquet file under root, with codec and data page version v.
+func writeStreamFile(t *testing.T, root, name string, rows [][]byte, codec compress.Codec, v int, required bool) FileRef {
+	t.Helper()
+	path := filepath.Join(root, name)
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As deltafs's writer, Spark's and delta-rs's write a large binary
+	// value: without page statistics (parquet-mr leaves out those past
+	// 4 KiB), which would repeat the value in the page's header.
+	opts := []parquet.WriterOption{parquet.Compression(codec), parquet.DataPageVersion(v), parquet.PageBufferSize(1 << 30), parquet.SkipPageStatistics("data"), parquet.SkipPageBounds("data")}
+	if required {
+		w := parquet.NewGenericWriter[streamRowRequired](f, opts...)
+		for i, r := range rows {
+			if _, err := w.Write([]streamRowRequired{{ID: int64(i), Data: r}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = w.Close()
+	} else {
+		w := parquet.NewGenericWriter[streamRow](f, opts...)
+		for i, r := range rows {
+			if _, err := w.Write([]streamRow{{ID: int64(i), Data: r}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		err = w.Close()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	return FileRef{Path: name, Key: name, Size: info.Size(), ID: "1"}
+}
+
+// readStreamed reads row's value with ValueAt in reads of chunk bytes.
+func readStreamed(p *PageFetcher, ref FileRef, row int64, chunk int) ([]byte, error) {
+	var out []byte
+	buf := make([]byte, chunk)
+	for off := int64(0); ; off += int64(chunk) {
+		n, err := p.ValueAt(context.Background(), ref, "data", row, buf, off)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, buf[:n]...)
+		if n < chunk {
+			return out, nil
+		}
+	}
+}
+
+// A page larger than SpillAbove is decoded as a stream into its spill
+// file, under every codec, data page version and repetition, and serves
+// exactly the bytes, sizes and extensions the decode in memory gives:
+// decoded once, for the index (Heads) and every read after it.
+func TestPageStream(t *testing.T) {
+	const size = 1 << 20
+	rows := streamRows(size)
+	root := t.TempDir()
+	st, err := storage.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, codec := range []compress.Codec{&parquet.Uncompressed, &parquet.Snappy, &parquet.Gzip, &parquet.Zstd, &parquet.Lz4Raw, &parquet.Brotli} {
+		for _, v := range []int{1, 2} {
+			for _, required := range []bool{false, true} {
+				name := codec.String() + "-v" + string(rune('0'+v))
+				rs := rows
+				if required {
+					name += "-required"
+					rs = append([][]byte{}, rows...)
+					rs[2] = []byte{} // no nulls in a required column
+				}
+				t.Run(name, func(t *testing.T) {
+					ref := writeStreamFile(t, root, name+".parquet", rs, codec, v, required)
+					p := NewPageFetcher(st, PageFetcherOptions{Cache: NewMemCache(1 << 20), SpillAbove: 256 << 10, SpillDir: t.TempDir()})
+					var sizes []int64
+					var exts []string
+					if err := p.Heads(context.Background(), ref, "data", sniffBytes, func(row, size int64, head []byte) error {
+						sizes = append(sizes, size)
+						exts = append(exts, sniffHead(head, size))
+						return nil
+					}); err != nil {
+						t.Fatal(err)
+					}
+					for i, want := range rs {
+						if sizes[i] != int64(len(want)) || exts[i] != sniffExt(want) {
+							t.Errorf("row %d: size %d, extension %q; want %d, %q", i, sizes[i], exts[i], len(want), sniffExt(want))
+						}
+						got, err := readStreamed(p, ref, int64(i), 100<<10-7)
+						if err != nil {
+							t.Fatalf("row %d: %v", i, err)
+						}
+						if !bytes.Equal(got, want) {
+							t.Fatalf("row %d: %d bytes differ from the %d written", i, len(got), len(want))
+						}
+					}
+					if s := p.Stats(); s.PagesStreamed != 1 || s.PagesDecoded != 1 {
+						t.Fatalf("%d pages streamed, %d decoded: want the one page, streamed once", s.PagesStreamed, s.PagesDecoded)
+					}
+				})
+			}
+		}
+	}
+}
+
+// A streamed page costs memory independent of its size: a window, a
+// chunk and a few bytes a value, where the decode in memory allocates
+// several times the page.
+func TestPageStreamMemory(t *testing.T) {
+	const size = 48 << 20
+	root := t.TempDir()
+	st, err := storage.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := streamRows(size)[:2]
+	for _, codec := range []compress.Codec{&parquet.Snappy, &parquet.Zstd} {
+		t.Run(codec.String(), func(t *testing.T) {
+			ref := writeStreamFile(t, root, codec.String()+"-mem.parquet", rows, codec, 1, false)
+			p := NewPageFetcher(st, PageFetcherOptions{Cache: NewMemCache(1 << 20), SpillAbove: 1 << 20, SpillDir: t.TempDir()})
+			buf := make([]byte, 1<<20)
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			n, err := p.ValueAt(context.Background(), ref, "data", 1, buf, 5<<20)
+			runtime.ReadMemStats(&after)
+			if err != nil || n != len(buf) || !bytes.Equal(buf, rows[1][5<<20:6<<20]) {
+				t.Fatalf("read %d bytes, %v", n, err)
+			}
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 24<<20 {
+				t.Fatalf("the first read of a %d MiB value allocated %d MiB", size>>20, alloc>>20)
+			}
+			if p.Stats().PagesStreamed != 1 {
+				t.Fatal("the page was not streamed")
+			}
+		})
+	}
+}
+
+// Damaged pages fail, or, where nothing can tell (a flipped bit in a page
+// without a checksum), give what the decode in memory gives: a streamed
+// page never serves other bytes than the whole page's decode.
+func TestPageStreamDamaged(t *testing.T) {
+	const size = 1 << 20
+	rows := streamRows(size)
+	for _, codec := range []compress.Codec{&parquet.Uncompressed, &parquet.Snappy, &parquet.Lz4Raw, &parquet.Zstd} {
+		t.Run(codec.String(), func(t *testing.T) {
+			root := t.TempDir()
+			st, err := storage.NewLocal(root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := writeStreamFile(t, root, "ok.parquet", rows, codec, 1, false)
+			clean, err := os.ReadFile(filepath.Join(root, ref.Key))
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(7, uint64(len(clean))))
+			for trial := range 12 {
+				b := append([]byte{}, clean...)
+				// Inside the data column's page: past the id column's.
+				at := 4 + 200 + rng.IntN(size)
+				b[at] ^= byte(1 + rng.IntN(255))
+				name := "bad" + string(rune('a'+trial)) + ".parquet"
+				if err := os.WriteFile(filepath.Join(root, name), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				bad := FileRef{Path: name, Key: name, Size: ref.Size, ID: "1"}
+				streamed := NewPageFetcher(st, PageFetcherOptions{Cache: NewMemCache(1 << 20), SpillAbove: 256 << 10, SpillDir: t.TempDir()})
+				inMemory := NewPageFetcher(st, PageFetcherOptions{Cache: NewMemCache(1 << 30)})
+				for row := range int64(len(rows)) {
+					got, gerr := readStreamed(streamed, bad, row, 1<<20)
+					want, werr := inMemory.Value(context.Background(), bad, "data", row)
+					if gerr == nil && (werr != nil || !bytes.Equal(got, want)) {
+						t.Fatalf("byte %d flipped: row %d served %d bytes; the decode in memory: %d bytes, %v", at, row, len(got), len(want), werr)
+					}
+				}
+			}
+		})
+	}
+}
