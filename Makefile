@@ -32,7 +32,8 @@ FUZZ_TARGETS := \
 	./catalog/unity FuzzLoadTableAnswer \
 	./internal/attack FuzzAttack \
 	./internal/blockcodec FuzzSnappy \
-	./internal/blockcodec FuzzLZ4
+	./internal/blockcodec FuzzLZ4 \
+	./sample FuzzDeltaLengths
 
 # make install: the binary into $(PREFIX)/bin and its man pages, generated
 # from the command definitions (deltafs man), into $(PREFIX)/share/man/man1.

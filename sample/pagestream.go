@@ -431,7 +431,7 @@ func deltaLengthSpans(br *bufio.Reader, pos, uncomp int64, spans []spillSpan, nu
 	if _, err := io.ReadFull(br, head); err != nil {
 		return fmt.Errorf("the value lengths of a page: %v", err)
 	}
-	end, err := binaryPackedLen(head)
+	end, err := binaryPackedLen(head, present)
 	if err != nil {
 		return fmt.Errorf("the value lengths of a page: %v", err)
 	}
@@ -467,7 +467,10 @@ func deltaLengthSpans(br *bufio.Reader, pos, uncomp int64, spans []spillSpan, nu
 // start of src, counted as parquet-go's decoder consumes it (a last
 // miniblock cut short is taken as it is): the lengths of a
 // DELTA_LENGTH_BYTE_ARRAY page end there, and its values begin.
-func binaryPackedLen(src []byte) (int, error) {
+//
+// A run that claims more than max values fails before anything is decoded
+// (parquet-go's decoder allocates what the run claims).
+func binaryPackedLen(src []byte, max int) (int, error) {
 	pos := 0
 	varint := func() (uint64, error) {
 		v, n := binary.Uvarint(src[pos:])
@@ -485,7 +488,10 @@ func binaryPackedLen(src []byte) (int, error) {
 		}
 	}
 	blockSize, minis, total := hdr[0], hdr[1], hdr[2]
-	if minis == 0 || blockSize == 0 || blockSize%128 != 0 || blockSize > 1<<16 || blockSize%minis != 0 || (blockSize/minis)%32 != 0 || total > math.MaxInt32 {
+	if total > uint64(max) {
+		return 0, fmt.Errorf("a DELTA_BINARY_PACKED run claims %d values, the page holds %d", total, max)
+	}
+	if minis == 0 || blockSize == 0 || blockSize%128 != 0 || blockSize > 1<<16 || (blockSize/minis)%32 != 0 || total > math.MaxInt32 {
 		return 0, fmt.Errorf("a DELTA_BINARY_PACKED header of block size %d, %d miniblocks and %d values", blockSize, minis, total)
 	}
 	perMini := int(blockSize / minis)
@@ -494,7 +500,7 @@ func binaryPackedLen(src []byte) (int, error) {
 		if _, err := varint(); err != nil { // the block's minimum delta
 			return 0, err
 		}
-		widths := src[pos:min(pos+int(minis), len(src))]
+		widths := src[pos : pos+int(min(minis, uint64(len(src)-pos)))]
 		pos += len(widths)
 		for _, bw := range widths {
 			n := min(perMini, left)

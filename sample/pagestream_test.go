@@ -3,6 +3,7 @@ package sample
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/compress"
+	"github.com/parquet-go/parquet-go/encoding/delta"
 
 	"github.com/deltafs/deltafs/storage"
 )
@@ -228,4 +230,68 @@ func TestPageStreamDamaged(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzDeltaLengths: the lengths of a DELTA_LENGTH_BYTE_ARRAY run, found
+// as a streamed page finds them (binaryPackedLen, then the lengths
+// decoded from exactly those bytes), are those parquet-go's decoder of the
+// whole run finds, and the values start where its values start.
+func FuzzDeltaLengths(f *testing.F) {
+	var enc delta.LengthByteArrayEncoding
+	for _, vals := range [][]string{{"a", "bc", ""}, {strings.Repeat("x", 300)}, make([]string, 1000)} {
+		var data []byte
+		offs := []uint32{0}
+		for _, v := range vals {
+			data = append(data, v...)
+			offs = append(offs, uint32(len(data)))
+		}
+		b, err := enc.EncodeByteArray(nil, data, offs)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, src []byte) {
+		// parquet-go allocates the values a run claims: only runs that
+		// claim few are given to it.
+		const max = 1 << 16
+		if _, err := binaryPackedLen(src, max); err != nil && strings.Contains(err.Error(), "claims") {
+			return
+		}
+		want, wantOffs, werr := enc.DecodeByteArray(nil, src, nil)
+		end, gerr := binaryPackedLen(src, max)
+		var lengths []int32
+		if gerr == nil {
+			var bp delta.BinaryPackedEncoding
+			lengths, gerr = bp.DecodeInt32(nil, src[:end])
+		}
+		if gerr == nil {
+			total := int64(0)
+			for _, n := range lengths {
+				if n < 0 {
+					gerr = errors.New("a negative length")
+				}
+				total += int64(n)
+			}
+			if gerr == nil && total > int64(len(src)-end) {
+				gerr = errors.New("past the end")
+			}
+		}
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("parquet-go: %v; streamed: %v", werr, gerr)
+		}
+		if werr != nil {
+			return
+		}
+		if len(lengths) != len(wantOffs)-1 {
+			t.Fatalf("%d lengths, parquet-go %d", len(lengths), len(wantOffs)-1)
+		}
+		pos := end
+		for i, n := range lengths {
+			if !bytes.Equal(src[pos:pos+int(n)], want[wantOffs[i]:wantOffs[i+1]]) {
+				t.Fatalf("value %d differs", i)
+			}
+			pos += int(n)
+		}
+	})
 }
