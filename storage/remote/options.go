@@ -7,7 +7,7 @@ import (
 	"github.com/deltafs/deltafs/storage"
 )
 
-// Defaults of Tuning (each backend exports them under its own name too).
+// Defaults of Tuning, for the three object-store backends alike.
 const (
 	DefaultMaxAttempts    = 5
 	DefaultMaxBackoff     = 4 * time.Second
