@@ -170,8 +170,8 @@ func BenchmarkOpen(b *testing.B) {
 // TestMemTierReadAfterSet measures what the front LRU is for: a payload
 // read right after it was stored (read-ahead: Prefetch, then Get). It also
 // measures a cyclic scan over 1.5× the tier, where ristretto's admission
-// helps. The numbers are logged (go test -v -run MemTier) and quoted in the
-// package documentation; only the front LRU's guarantee is asserted.
+// helps. The numbers are logged (go test -v -run MemTier) and quoted in
+// bench/RESULTS.md; only the front LRU's guarantee is asserted.
 func TestMemTierReadAfterSet(t *testing.T) {
 	const (
 		memBytes   = 16 << 20

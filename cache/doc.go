@@ -33,20 +33,17 @@
 // most recently stored payloads. ristretto's Set is asynchronous and is
 // dropped under bursts or refused by TinyLFU admission, so a payload stored
 // a moment ago — exactly what read-ahead (Prefetch, then Get) needs — is
-// often absent. Measured on the 2-core development machine with
-// TestMemTierReadAfterSet (784 B payloads; `go test -v -run MemTier`):
-//
-//	                              read right after   same, after Wait(),   cyclic scan over
-//	                              the store (8 gor.)  tier full (1 MiB)     1.5× the tier
-//	ristretto only                 0.4-0.7%            18%                   48-51%
-//	front LRU (1/8) + ristretto    100%                100%                  38-42%
+// often absent: ristretto alone misses most reads right after a store, and
+// many even once its set buffer is applied with the tier full.
+// TestMemTierReadAfterSet measures it (784 B payloads; `go test -v -run
+// MemTier`), asserting that with the front every such read hits; its
+// figures are in bench/RESULTS.md ("Go benchmarks").
 //
 // The front trades a few points of hit ratio on a scan larger than memory
-// (where the disk tier serves the misses at about 12 µs) for a guaranteed
-// hit on what was just fetched or prefetched; it also makes a memory hit
-// slightly cheaper (BenchmarkGetMemoryHit: 250 ns vs 290 ns; one mutex per
-// lookup, 270 ns vs 330 ns with both cores hitting). Payloads larger than a
-// part are simply not kept by it.
+// (where the disk tier serves the misses) for a guaranteed hit on what was
+// just fetched or prefetched; it also makes a memory hit slightly cheaper
+// (one mutex per lookup; BenchmarkGetMemoryHit and its Parallel twin).
+// Payloads larger than a part are simply not kept by it.
 //
 // The disk tier keeps one file per entry under Options.Dir, bounded by a
 // byte budget (Options.DiskBytes) and a free-space floor (keep
@@ -58,14 +55,15 @@
 // unless --cache-fsync: every read verifies checksums, so what fsync buys is
 // only that a just-written entry survives a power loss.
 //
-// Costs measured on the development VM (BenchmarkGet*, page cache warm):
+// What each path costs, and why (BenchmarkGet*, BenchmarkOpen; their
+// figures are in bench/RESULTS.md, "Go benchmarks"):
 //
-//	memory hit           250 ns (784 B and 100 KB alike: no copy)
-//	disk hit, 784 B      12 µs   (open, fstat, one pread, xxhash, close; ~65 MB/s)
-//	disk hit, 100 KB     75 µs   (two preads; ~1.4 GB/s)
-//	miss, local cost     0.8 ms with fsync, 0.4 ms with SkipFsync; creating a
-//	                     file alone costs ~0.35 ms on this VM's ext4
-//	open, per entry      5 µs    (readdir + lstat; 1M entries ≈ 5 s)
+//	memory hit           a lookup, the same for any size: no copy
+//	disk hit             open, fstat, one pread (two for entry files past
+//	                     smallEntry), xxhash, close: system calls dominate
+//	                     small payloads
+//	miss, local cost     creating the file, then the fsync unless SkipFsync
+//	open, per entry      readdir + lstat: linear in the number of entries
 //
 // # On-disk layout
 //

@@ -62,13 +62,6 @@ func ino(kind int, version, item int64) (uint64, bool) {
 	return uint64(kind)<<58 | uint64(version)<<32 | uint64(item), true
 }
 
-// mustIno packs the ids of nodes whose values always fit (no version, or
-// one already served).
-func mustIno(kind int, version, item int64) uint64 {
-	n, _ := ino(kind, version, item)
-	return n
-}
-
 // decode unpacks a node id; ok is false for ids no node has.
 func decode(id uint64) (node, bool) {
 	if id == fuse.FUSE_ROOT_ID {

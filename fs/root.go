@@ -160,7 +160,8 @@ func (r *Root) MountOptions(fsName string, allowOther, debug bool) *fuse.MountOp
 		Options:       []string{"ro"},
 		DisableXAttrs: !r.xattrs(),
 		// Samples come from memory: splicing them through a pipe costs
-		// more than one writev (measured: 16% of a cold pass's CPU).
+		// more than one writev (a cold pass's CPU profile shows it; the
+		// figure is in bench/RESULTS.md, "Go benchmarks").
 		DisableSplice: true,
 		MaxBackground: 64,
 		MaxWrite:      1 << 20,

@@ -4,6 +4,8 @@ package gds
 
 import (
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,14 +116,66 @@ func TestNVMLPartialFailures(t *testing.T) {
 	}
 }
 
-// TestNVMLOnThisMachine: the real DetectNVML must not crash without the
-// library; with it, it reports whatever is there.
+// TestNVMLOnThisMachine checks the real DetectNVML against the kernel's
+// own view of the NVIDIA driver, /proc/driver/nvidia. Without the driver,
+// nvml.Init must fail (no library, or no driver loaded) and nothing else be
+// reported. With it, the only failure allowed is a missing libnvidia-ml;
+// otherwise the driver version is the kernel module's, the CUDA version is
+// set, and every GPU is read whole and is one the driver lists (a container
+// may see fewer than the driver does).
 func TestNVMLOnThisMachine(t *testing.T) {
 	rep := DetectNVML()
+	notFound := "nvml.Init: " + nvml.ERROR_LIBRARY_NOT_FOUND.Error()
+	empty := len(rep.GPUs) == 0 && rep.DriverVersion == "" && rep.CUDAVersion == 0
+	kernel, err := os.ReadFile("/proc/driver/nvidia/version")
+	if err != nil {
+		if rep.Err == nil {
+			t.Fatalf("NVML reports no error without the NVIDIA driver (%v): %+v", err, rep)
+		}
+		if e := rep.Err.Error(); e != notFound && e != "nvml.Init: "+nvml.ERROR_DRIVER_NOT_LOADED.Error() {
+			t.Errorf("without the driver: %v, want library not found or driver not loaded", e)
+		}
+		if !empty {
+			t.Errorf("report beside the Init error: %+v", rep)
+		}
+		return
+	}
+	if rep.Err != nil && rep.Err.Error() == notFound {
+		if !empty {
+			t.Errorf("report beside the Init error: %+v", rep)
+		}
+		t.Logf("NVIDIA driver loaded, libnvidia-ml absent: %v", rep.Err)
+		return
+	}
 	if rep.Err != nil {
-		t.Logf("NVML: %v", rep.Err)
-		if len(rep.GPUs) != 0 {
-			t.Errorf("GPUs alongside an error: %+v", rep)
+		t.Fatalf("NVML fails beside a loaded driver: %v", rep.Err)
+	}
+	if !slices.Contains(strings.Fields(string(kernel)), rep.DriverVersion) || rep.CUDAVersion <= 0 {
+		t.Errorf("driver %q, CUDA %d; the kernel module says %q", rep.DriverVersion, rep.CUDAVersion, kernel)
+	}
+	dirs, err := os.ReadDir("/proc/driver/nvidia/gpus")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, d := range dirs {
+		listed[strings.ToLower(d.Name())] = true
+	}
+	if len(rep.GPUs) == 0 || len(rep.GPUs) > len(listed) {
+		t.Errorf("NVML sees %d GPUs, the driver lists %d", len(rep.GPUs), len(listed))
+	}
+	for i, g := range rep.GPUs {
+		if g.Index != i || g.Err != nil || g.Name == "" || !strings.HasPrefix(g.UUID, "GPU-") || g.MemoryTotal == 0 {
+			t.Errorf("GPU %d: %+v", i, g)
+		}
+		// NVML's bus id has an 8-digit PCI domain (00000000:07:00.0), the
+		// driver's directory a 4-digit one (0000:07:00.0).
+		bus := strings.ToLower(g.PCIBusID)
+		if len(bus) > len("0000:07:00.0") {
+			bus = bus[len(bus)-len("0000:07:00.0"):]
+		}
+		if !listed[bus] {
+			t.Errorf("GPU %d at %q is not among the driver's %v", i, g.PCIBusID, listed)
 		}
 	}
 }

@@ -94,15 +94,6 @@ func (c *idColumn) isNull(ord int) bool {
 	return i < len(c.nulls) && c.nulls[i] == uint32(ord)
 }
 
-// intID is the integral id of live row ord, when the ids are integers and
-// the row's is not null.
-func (c *idColumn) intID(ord int) (int64, bool) {
-	if c.kind != idInts || c.isNull(ord) {
-		return 0, false
-	}
-	return c.ints[ord], true
-}
-
 // size is the memory the column holds, in bytes.
 func (c *idColumn) size() int64 {
 	return int64(cap(c.ints))*8 + int64(cap(c.nulls))*4 + int64(cap(c.arena)) + int64(cap(c.ends))*4 + int64(len(c.hash))

@@ -140,13 +140,9 @@ func dupName(stem string, n int, ext string) string {
 	return stem + "~" + strconv.Itoa(n) + ext
 }
 
-// derivedID is the id of a row in a table without an id column: the first 8
-// hex digits of the SHA-256 of its data file path, "-", its physical row
-// index. It is stable across versions that share the file.
-func derivedID(pathHash string, row int64) string {
-	return pathHash + "-" + strconv.FormatInt(row, 10)
-}
-
+// pathHash names a data file in the ids of a table without an id column
+// (whose rows are "<hash>-<physical row>"): the first 8 hex digits of the
+// SHA-256 of its path, so an id is stable across versions that share the file.
 func pathHash(path string) string {
 	sum := sha256.Sum256([]byte(path))
 	return hex.EncodeToString(sum[:4])

@@ -58,8 +58,8 @@ type tarView struct {
 }
 
 // Tar is the shard's tar view. The first call computes its layout from the
-// index (no data is read): about 60 ns a sample at ten million samples
-// (bench ten-million, "tar layout, first stat").
+// index (no data is read), linear in the samples; bench ten-million's
+// "tar layout, first stat" measures it (bench/RESULTS-ten-million.md).
 func (sh *Shard) Tar() *Tar {
 	sh.tar.once.Do(func() {
 		t := &Tar{sh: sh, mtime: sh.v.Time().Truncate(time.Second)}

@@ -150,20 +150,3 @@ func padNumeric(s string, width int) string {
 
 // integralTypes are the Delta types whose ids are kept as int64s.
 var integralTypes = map[string]bool{"long": true, "integer": true, "short": true, "byte": true}
-
-// intValue is an integral column value as an int64.
-func intValue(v any) (int64, bool) {
-	switch x := v.(type) {
-	case int64:
-		return x, true
-	case int32:
-		return int64(x), true
-	case int16:
-		return int64(x), true
-	case int8:
-		return int64(x), true
-	case int:
-		return int64(x), true
-	}
-	return 0, false
-}

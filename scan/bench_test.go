@@ -19,14 +19,11 @@ import (
 // 60,000 rows (id long, label integer, features binary of 784 bytes with
 // about 19% non-zero bytes), snappy, written by parquet-go with its
 // defaults (one row group, ~256 KiB pages). Each reports rows/s; MB/s
-// counts the decoded value bytes (8+4+784 per row).
-//
-// Measured (2 shared cores, November 2026, file in the page cache):
-// RawPages 910-930k rows/s (720-740 MB/s); ScanFile 750-830k rows/s
-// (600-660 MB/s, 85-90% of raw: snappy decoding dominates both, the rest
-// is two allocations per row boxing values into []any); ScanFileJSON
-// 410-500k rows/s (base64 of the features); ScanProjection (id, label)
-// 12.5M rows/s.
+// counts the decoded value bytes (8+4+784 per row). Snappy decoding
+// dominates RawPages and ScanFile alike; ScanFile's rest is two
+// allocations per row boxing values into []any; ScanFileJSON adds base64
+// of the features; ScanProjection (id, label) skips the features' pages.
+// Their figures are in bench/RESULTS.md ("Go benchmarks").
 
 const (
 	benchRows  = 60000
@@ -193,19 +190,9 @@ func BenchmarkRawPages(b *testing.B) {
 //     the dictionary is as large as the column), data pages v1.
 //
 // Each reports rows/s; Scan.File on the same file and columns is the
-// comparison.
-//
-// Measured (2 cores shared with other work, load average 3-7, November
-// 2026, file in the page cache), FileColumns / Scan.File in M rows/s, one
-// goroutine:
-//
-//	           import          spark
-//	id         69-91 / 13-20   46-58 / 9-13
-//	id+label   43-54 / 9-10    36-50 / 7-8
-//	data       52-64 / 8-10    17-22 / 8-10
-//
-// FileColumnsParallel (a reader per core) gained at most a third here:
-// the other core was busy, and GC already ran there.
+// comparison (figures in bench/RESULTS.md, "Go benchmarks"). FileColumns
+// is several times Scan.File in every case: it fills column batches, no
+// value boxed. FileColumnsParallel runs a reader per core.
 //
 // Snappy decoding is the largest cost of every FileColumns case (the
 // labels are random, and plain encoding leaves the ids' deltas alone);

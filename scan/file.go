@@ -176,10 +176,6 @@ func (r *FileReader) NumRows() int64 { return r.file.NumRows() }
 // Parquet is the opened Parquet file, for page-level access.
 func (r *FileReader) Parquet() *parquet.File { return r.file }
 
-// Key is the file's storage key; Path its path as the log writes it.
-func (r *FileReader) Key() string  { return r.key }
-func (r *FileReader) Path() string { return r.path }
-
 // err wraps an error as a *FileError naming this file.
 func (r *FileReader) err(err error) error { return fileErr(r.version, r.path, err) }
 

@@ -36,12 +36,10 @@ type CatalogOptions struct {
 	Profile  string // a profile of ~/.databrickscfg
 }
 
-// S3Options are the flags for s3:// locations (see the S3 backend).
-type S3Options struct {
-	Endpoint  string // custom endpoint URL (also AWS_ENDPOINT_URL_S3)
-	Region    string
-	PathStyle bool
-	Anonymous bool
+// RemoteOptions are the flags the three object stores (S3, Azure, GCS)
+// share; each one's options embed them. A backend applies each where its
+// own tuning (storage/remote.Tuning) leaves the field zero.
+type RemoteOptions struct {
 	// Timeout bounds one attempt of a request (0: the backend's default).
 	Timeout time.Duration
 	// MaxAttempts bounds the attempts of one request, the first included
@@ -53,6 +51,20 @@ type S3Options struct {
 	DownAfter time.Duration
 }
 
+// SetRetries sets MaxAttempts from a count of retries, as the command line
+// gives it (--s3-retries, --azure-retries, --gcs-retries): the first
+// attempt, then n more.
+func (r *RemoteOptions) SetRetries(n int) { r.MaxAttempts = n + 1 }
+
+// S3Options are the flags for s3:// locations (see the S3 backend).
+type S3Options struct {
+	Endpoint  string // custom endpoint URL (also AWS_ENDPOINT_URL_S3)
+	Region    string
+	PathStyle bool
+	Anonymous bool
+	RemoteOptions
+}
+
 // AzureOptions are the flags for abfss://, az:// and wasbs:// locations
 // (see the Azure backend, storage/azstore).
 type AzureOptions struct {
@@ -62,15 +74,7 @@ type AzureOptions struct {
 	// string's BlobEndpoint, else derived from the location.
 	Endpoint  string
 	Anonymous bool // no credentials (public containers)
-	// Timeout bounds one attempt of a request (0: the backend's default).
-	Timeout time.Duration
-	// MaxAttempts bounds the attempts of one request, the first included
-	// (0: the backend's default).
-	MaxAttempts int
-	// DownAfter is how long attempts may fail to reach the endpoint before
-	// it is declared down and requests fail at once until it answers
-	// again (0: the backend's default; negative: never).
-	DownAfter time.Duration
+	RemoteOptions
 }
 
 // SharingOptions are the flags for Delta Sharing locations (see
@@ -90,15 +94,7 @@ type GCSOptions struct {
 	// that endpoint, without authentication.
 	Endpoint  string
 	Anonymous bool
-	// Timeout bounds one attempt of a request (0: the backend's default).
-	Timeout time.Duration
-	// MaxAttempts bounds the attempts of one request, the first included
-	// (0: the backend's default).
-	MaxAttempts int
-	// DownAfter is how long attempts may fail to reach the endpoint before
-	// it is declared down and requests fail at once until it answers
-	// again (0: the backend's default; negative: never).
-	DownAfter time.Duration
+	RemoteOptions
 }
 
 // Opener opens a location with a URL scheme, such as s3://.

@@ -17,10 +17,9 @@ import (
 // open + read of every sample of shard 0, as CPython reads a sample —
 // open(path, "rb").read(), whose default buffering asks isatty (an
 // ioctl(TCGETS), one FUSE round trip per open) — and with buffering=0 (no
-// isatty) beside it; by 1 thread and 8 processes (threads share the GIL:
-// measured once on the 2-core VM, 8 threads reached 0.82 of 8 processes over
-// deltafs's page cache with buffering=0, where Python's own work
-// dominates). On deltafs (cold: fresh mount, empty cache; kernel-warm: the
+// isatty) beside it; by 1 thread and 8 processes (threads share the GIL,
+// so 8 threads fall short of 8 processes where Python's own work
+// dominates: see bench/RESULTS.md, "Go benchmarks"). On deltafs (cold: fresh mount, empty cache; kernel-warm: the
 // same files again on that mount; cache-warm: a fresh mount over the warm
 // disk cache), on the FUSE floor (a fresh mount, which serves from memory,
 // is both its cold and its cache-warm; kernel-warm: again on that mount)

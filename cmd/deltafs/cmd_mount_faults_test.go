@@ -74,7 +74,7 @@ var faultClouds = []faultCloud{
 		},
 		options: func(t *testing.T, endpoint string, timeout time.Duration, attempts int) {
 			s3Env(t, endpoint)
-			global.storage.S3 = storage.S3Options{Endpoint: endpoint, PathStyle: true, Region: s3test.Region, Timeout: timeout, MaxAttempts: attempts}
+			global.storage.S3 = storage.S3Options{Endpoint: endpoint, PathStyle: true, Region: s3test.Region, RemoteOptions: storage.RemoteOptions{Timeout: timeout, MaxAttempts: attempts}}
 		},
 	},
 	{
@@ -89,7 +89,7 @@ var faultClouds = []faultCloud{
 		},
 		options: func(t *testing.T, endpoint string, timeout time.Duration, attempts int) {
 			gcstest.Env(t)
-			global.storage.GCS = storage.GCSOptions{Endpoint: endpoint, Anonymous: true, Timeout: timeout, MaxAttempts: attempts}
+			global.storage.GCS = storage.GCSOptions{Endpoint: endpoint, Anonymous: true, RemoteOptions: storage.RemoteOptions{Timeout: timeout, MaxAttempts: attempts}}
 		},
 	},
 	{
@@ -105,7 +105,7 @@ var faultClouds = []faultCloud{
 		},
 		options: func(t *testing.T, endpoint string, timeout time.Duration, attempts int) {
 			azEnv(t, endpoint+"/"+aztest.Account)
-			global.storage.Azure = storage.AzureOptions{Timeout: timeout, MaxAttempts: attempts}
+			global.storage.Azure = storage.AzureOptions{RemoteOptions: storage.RemoteOptions{Timeout: timeout, MaxAttempts: attempts}}
 		},
 	},
 }

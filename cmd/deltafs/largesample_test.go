@@ -20,7 +20,8 @@ import (
 // is decoded a bounded number of times (once to index it, once for the
 // first read, which spills it to a file the next reads are served from),
 // not once per read, and the disk cache's entry is not read whole for
-// every read either. A 300 MiB value took 0.2 s per 1 MiB read.
+// every read either. bench's large-sample workload measures the time
+// (bench/RESULTS.md).
 func TestLargeSampleReads(t *testing.T) {
 	const size = 64 << 20
 	value := make([]byte, size)

@@ -48,29 +48,25 @@ Exit status: 0 on success, 1 on any error (one line on stderr), 2 on bad usage.`
 		// secrets, Go's log package's included (net/http logs there:
 		// SetDefault routes it through the handler).
 		slog.SetDefault(slog.New(secret.Handler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: oneline.ReplaceAttr}))))
-		if s3Retries < 0 || global.storage.S3.Timeout < 0 {
-			return usageError{errors.New("--s3-retries and --s3-timeout must not be negative")}
+		for _, c := range clouds {
+			if c.retries < 0 || c.opts.Timeout < 0 {
+				return usageError{fmt.Errorf("--%s-retries and --%s-timeout must not be negative", c.prefix, c.prefix)}
+			}
+			c.opts.SetRetries(c.retries)
 		}
 		if downAfter < 0 {
 			return usageError{errors.New("--down-after must not be negative")}
 		}
-		if azRetries < 0 || global.storage.Azure.Timeout < 0 {
-			return usageError{errors.New("--azure-retries and --azure-timeout must not be negative")}
-		}
-		global.storage.Azure.MaxAttempts = azRetries + 1
-		if gcsRetries < 0 || global.storage.GCS.Timeout < 0 {
-			return usageError{errors.New("--gcs-retries and --gcs-timeout must not be negative")}
-		}
-		global.storage.GCS.MaxAttempts = gcsRetries + 1
 		if global.storage.Sharing.Timeout < 0 {
 			return usageError{errors.New("--sharing-timeout must not be negative")}
 		}
-		global.storage.S3.MaxAttempts = s3Retries + 1
 		d := downAfter
 		if d == 0 {
 			d = -1 // never
 		}
-		global.storage.S3.DownAfter, global.storage.Azure.DownAfter, global.storage.GCS.DownAfter = d, d, d
+		for _, c := range clouds {
+			c.opts.DownAfter = d
+		}
 		return nil
 	},
 }
@@ -82,8 +78,10 @@ func init() {
 	pf.StringVar(&global.storage.S3.Region, "s3-region", "", "S3 region (default: from the AWS configuration, else us-east-1)")
 	pf.BoolVar(&global.storage.S3.PathStyle, "s3-path-style", false, "use path-style S3 URLs (MinIO, Ceph)")
 	pf.BoolVar(&global.storage.S3.Anonymous, "s3-anonymous", false, "send unsigned S3 requests (public buckets)")
-	pf.DurationVar(&global.storage.S3.Timeout, "s3-timeout", remote.DefaultRequestTimeout, "S3: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
-	pf.IntVar(&s3Retries, "s3-retries", remote.DefaultMaxAttempts-1, "S3: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
+	for _, c := range clouds {
+		pf.DurationVar(&c.opts.Timeout, c.prefix+"-timeout", remote.DefaultRequestTimeout, c.name+": time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
+		pf.IntVar(&c.retries, c.prefix+"-retries", remote.DefaultMaxAttempts-1, c.name+": retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
+	}
 	pf.DurationVar(&downAfter, "down-after", remote.DefaultDownAfter, "S3, Azure, GCS: once requests have failed to reach the endpoint for this long (refused, reset, no answer), fail them at once, without retries, until it answers again (probed every 5s); 0: never")
 	// The S3-only name it had before Azure and GCS had a breaker.
 	pf.DurationVar(&downAfter, "s3-down-after", remote.DefaultDownAfter, "the former name of --down-after")
@@ -93,25 +91,28 @@ func init() {
 	pf.StringVar(&global.storage.Catalog.Profile, "uc-profile", "", "profile of ~/.databrickscfg for uc:// tables (default: DATABRICKS_CONFIG_PROFILE, else DEFAULT)")
 	pf.StringVar(&global.storage.Azure.Endpoint, "azure-endpoint", "", "Azure Blob service URL of the account, for emulators and sovereign clouds (default: BlobEndpoint of AZURE_STORAGE_CONNECTION_STRING, else from the location)")
 	pf.BoolVar(&global.storage.Azure.Anonymous, "azure-anonymous", false, "Azure: send requests without credentials (public containers)")
-	pf.DurationVar(&global.storage.Azure.Timeout, "azure-timeout", remote.DefaultRequestTimeout, "Azure: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
-	pf.IntVar(&azRetries, "azure-retries", remote.DefaultMaxAttempts-1, "Azure: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
 	pf.StringVar(&global.storage.GCS.Endpoint, "gcs-endpoint", "", "GCS endpoint URL (fake-gcs-server, private endpoints); requests stay authenticated (default: STORAGE_EMULATOR_HOST without authentication, else Google)")
 	pf.BoolVar(&global.storage.GCS.Anonymous, "gcs-anonymous", false, "send unauthenticated GCS requests (public buckets)")
 	pf.DurationVar(&global.storage.Sharing.Timeout, "sharing-timeout", sharing.DefaultTimeout, "Delta Sharing: longest pause of the sharing server or a pre-signed URL's file server (until an answer's headers, then between two parts of it); a query's answer must arrive whole within ten times it, a data file's read within it")
-	pf.DurationVar(&global.storage.GCS.Timeout, "gcs-timeout", remote.DefaultRequestTimeout, "GCS: time limit of one request attempt, from sending it to the last byte of the answer; a stalled attempt is retried")
-	pf.IntVar(&gcsRetries, "gcs-retries", remote.DefaultMaxAttempts-1, "GCS: retries of a failed request (throttling, server errors, resets, timeouts) before a read fails with EIO")
 	rootCmd.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error { return usageError{err} })
 }
 
-// s3Retries is --s3-retries (global.storage.S3.MaxAttempts minus one);
+// clouds are the object stores' shared flags: --<prefix>-timeout and
+// --<prefix>-retries (the options' MaxAttempts less one, converted by
+// RemoteOptions.SetRetries), and --down-after for all three.
+var clouds = []*struct {
+	prefix, name string // of the flags, in their help
+	opts         *storage.RemoteOptions
+	retries      int
+}{
+	{prefix: "s3", name: "S3", opts: &global.storage.S3.RemoteOptions},
+	{prefix: "azure", name: "Azure", opts: &global.storage.Azure.RemoteOptions},
+	{prefix: "gcs", name: "GCS", opts: &global.storage.GCS.RemoteOptions},
+}
+
 // downAfter is --down-after, and its deprecated alias --s3-down-after (0,
 // never, is DownAfter -1 for each cloud).
-var (
-	azRetries  int // --azure-retries
-	gcsRetries int // --gcs-retries (global.storage.GCS.MaxAttempts minus one)
-	s3Retries  int
-	downAfter  time.Duration
-)
+var downAfter time.Duration
 
 // exitLine is the line a command ends with. An endpoint that went down
 // is named without its "; retrying every 5s": a mount's reads retry it, a

@@ -32,7 +32,7 @@ func TestCredentialsStayAtOrigin(t *testing.T) {
 		"vended": func(t *testing.T, endpoint string) (storage.Storage, error) {
 			clearAzureEnv(t)
 			return storage.Open(ctxT(t), "az://lake/t", storage.Options{Credentials: vended{},
-				Azure: storage.AzureOptions{Endpoint: endpoint + "/" + aztest.Account, MaxAttempts: 1}})
+				Azure: storage.AzureOptions{Endpoint: endpoint + "/" + aztest.Account, RemoteOptions: storage.RemoteOptions{MaxAttempts: 1}}})
 		},
 	})
 }

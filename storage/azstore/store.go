@@ -29,9 +29,10 @@ const DefaultRetryDelay = time.Second
 // Options configure a Store. The zero value of every field means its
 // default.
 type Options struct {
-	// AzureOptions are the command line's: endpoint, anonymous. Its
-	// Timeout, MaxAttempts and DownAfter apply where Tuning leaves
-	// RequestTimeout, MaxAttempts and DownAfter zero.
+	// AzureOptions are the command line's: endpoint, anonymous, and the
+	// RemoteOptions all three clouds share, whose Timeout, MaxAttempts and
+	// DownAfter apply where Tuning leaves RequestTimeout, MaxAttempts and
+	// DownAfter zero (Tuning.Command).
 	AzureOptions storage.AzureOptions
 
 	// Tuning: attempts, timeouts, the endpoint's health, concurrency,
@@ -58,7 +59,7 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	o.Command(o.AzureOptions.Timeout, o.AzureOptions.MaxAttempts, o.AzureOptions.DownAfter)
+	o.Command(o.AzureOptions.RemoteOptions)
 	o.SetDefaults()
 	if o.RetryDelay <= 0 {
 		o.RetryDelay = DefaultRetryDelay

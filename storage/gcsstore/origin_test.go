@@ -34,7 +34,7 @@ func TestCredentialsStayAtOrigin(t *testing.T) {
 		},
 		"vended": func(t *testing.T, endpoint string) (storage.Storage, error) {
 			return storage.Open(ctxT(t), "gs://lake/t", storage.Options{Credentials: vended{},
-				GCS: storage.GCSOptions{Endpoint: endpoint, MaxAttempts: 1}})
+				GCS: storage.GCSOptions{Endpoint: endpoint, RemoteOptions: storage.RemoteOptions{MaxAttempts: 1}}})
 		},
 	})
 }

@@ -36,9 +36,10 @@ const EmulatorEnv = "STORAGE_EMULATOR_HOST"
 // Options configure a Store. The zero value of every field means its
 // default.
 type Options struct {
-	// GCSOptions are the command line's: endpoint, anonymous. Its
-	// Timeout, MaxAttempts and DownAfter apply where Tuning leaves
-	// RequestTimeout, MaxAttempts and DownAfter zero.
+	// GCSOptions are the command line's: endpoint, anonymous, and the
+	// RemoteOptions all three clouds share, whose Timeout, MaxAttempts and
+	// DownAfter apply where Tuning leaves RequestTimeout, MaxAttempts and
+	// DownAfter zero (Tuning.Command).
 	GCSOptions storage.GCSOptions
 
 	// Tuning: attempts, timeouts, the endpoint's health, concurrency,
@@ -58,7 +59,7 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	o.Command(o.GCSOptions.Timeout, o.GCSOptions.MaxAttempts, o.GCSOptions.DownAfter)
+	o.Command(o.GCSOptions.RemoteOptions)
 	o.SetDefaults()
 }
 

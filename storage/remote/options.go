@@ -3,9 +3,11 @@ package remote
 import (
 	"log/slog"
 	"time"
+
+	"github.com/deltafs/deltafs/storage"
 )
 
-// Defaults of Tuning (each backend exports them under its own name too).
+// Defaults of Tuning, for the three object-store backends alike.
 const (
 	DefaultMaxAttempts    = 5
 	DefaultMaxBackoff     = 4 * time.Second
@@ -69,18 +71,18 @@ type Tuning struct {
 	Logger *slog.Logger
 }
 
-// Command sets the fields the command line tunes (storage.S3Options,
-// AzureOptions and GCSOptions: Timeout, MaxAttempts, DownAfter) where t
-// leaves them zero.
-func (t *Tuning) Command(timeout time.Duration, maxAttempts int, downAfter time.Duration) {
+// Command sets the fields the command line tunes (storage.RemoteOptions,
+// which storage.S3Options, AzureOptions and GCSOptions embed: Timeout,
+// MaxAttempts, DownAfter) where t leaves them zero.
+func (t *Tuning) Command(c storage.RemoteOptions) {
 	if t.RequestTimeout == 0 {
-		t.RequestTimeout = timeout
+		t.RequestTimeout = c.Timeout
 	}
 	if t.MaxAttempts == 0 {
-		t.MaxAttempts = maxAttempts
+		t.MaxAttempts = c.MaxAttempts
 	}
 	if t.DownAfter == 0 {
-		t.DownAfter = downAfter
+		t.DownAfter = c.DownAfter
 	}
 }
 

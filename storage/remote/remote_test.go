@@ -93,7 +93,7 @@ func TestMessage(t *testing.T) {
 // CoalesceGap (touching ranges only) stay.
 func TestTuningDefaults(t *testing.T) {
 	tu := Tuning{MaxAttempts: 7, DownAfter: -1, CoalesceGap: -1}
-	tu.Command(3*time.Second, 2, 20*time.Second)
+	tu.Command(storage.RemoteOptions{Timeout: 3 * time.Second, MaxAttempts: 2, DownAfter: 20 * time.Second})
 	tu.SetDefaults()
 	if tu.MaxAttempts != 7 || tu.RequestTimeout != 3*time.Second || tu.DownAfter != -1 || tu.CoalesceGap != -1 {
 		t.Errorf("set fields changed: %+v", tu)
@@ -104,7 +104,7 @@ func TestTuningDefaults(t *testing.T) {
 		t.Errorf("defaults not set: %+v", tu)
 	}
 	var z Tuning
-	z.Command(0, 0, 0)
+	z.Command(storage.RemoteOptions{})
 	z.SetDefaults()
 	if z.DownAfter != DefaultDownAfter || z.MaxAttempts != DefaultMaxAttempts || z.RequestTimeout != DefaultRequestTimeout {
 		t.Errorf("zero tuning: %+v", z)

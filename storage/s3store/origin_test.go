@@ -35,7 +35,7 @@ func TestCredentialsStayAtOrigin(t *testing.T) {
 		},
 		"vended": func(t *testing.T, endpoint string) (storage.Storage, error) {
 			return storage.Open(ctxT(t), "s3://lake/t", storage.Options{Credentials: vended{},
-				S3: storage.S3Options{Endpoint: endpoint, PathStyle: true, Region: s3test.Region, MaxAttempts: 1}})
+				S3: storage.S3Options{Endpoint: endpoint, PathStyle: true, Region: s3test.Region, RemoteOptions: storage.RemoteOptions{MaxAttempts: 1}}})
 		},
 	})
 }

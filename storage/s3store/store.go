@@ -43,8 +43,9 @@ const DefaultSlowAnswer = 5 * time.Second
 // default.
 type Options struct {
 	// S3Options are the command line's: endpoint, region, path style,
-	// anonymous. Its Timeout, MaxAttempts and DownAfter apply where Tuning
-	// leaves RequestTimeout, MaxAttempts and DownAfter zero.
+	// anonymous, and the RemoteOptions all three clouds share, whose
+	// Timeout, MaxAttempts and DownAfter apply where Tuning leaves
+	// RequestTimeout, MaxAttempts and DownAfter zero (Tuning.Command).
 	S3Options storage.S3Options
 
 	// Tuning: attempts, timeouts, the endpoint's health, concurrency,
@@ -67,7 +68,7 @@ type Options struct {
 }
 
 func (o *Options) setDefaults() {
-	o.Command(o.S3Options.Timeout, o.S3Options.MaxAttempts, o.S3Options.DownAfter)
+	o.Command(o.S3Options.RemoteOptions)
 	o.SetDefaults()
 	if o.SlowAnswer == 0 {
 		o.SlowAnswer = DefaultSlowAnswer

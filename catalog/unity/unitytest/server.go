@@ -141,15 +141,10 @@ func ManagedLocation(bucket string) string {
 // Revoke takes SELECT on the table away: the catalog refuses it with 403
 // PERMISSION_DENIED from now on. Sessions already vended stay valid until
 // they expire, as STS sessions do.
-func (s *Server) Revoke(fullName string) { s.setRevoked(fullName, true) }
-
-// Grant gives it back.
-func (s *Server) Grant(fullName string) { s.setRevoked(fullName, false) }
-
-func (s *Server) setRevoked(fullName string, r bool) {
+func (s *Server) Revoke(fullName string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.tables[strings.ToLower(fullName)].revoked = r
+	s.tables[strings.ToLower(fullName)].revoked = true
 }
 
 // CloseAdmin stops S3 from accepting the static test key: from now on

@@ -59,7 +59,7 @@ func RequireMoto(t testing.TB) string {
 }
 
 // StartMoto starts moto_server on a free loopback port, waits until it
-// answers (about 3 s) and returns its endpoint; t.Cleanup stops it. moto
+// answers (a Python server: seconds) and returns its endpoint; t.Cleanup stops it. moto
 // keeps everything in memory, so each call starts from no buckets.
 func StartMoto(t testing.TB) (endpoint string) {
 	t.Helper()
