@@ -120,6 +120,12 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 			return usageError{err}
 		}
 	}
+	if cat, ok, err := table.OpenCatalog(location, global.storage); ok {
+		if err != nil {
+			return err
+		}
+		return runCatalogMount(ctx, o, location, cat, mnt, prefill)
+	}
 	stk, err := openStack(ctx, location, &o.specFlags, &o.cacheFlags)
 	if err != nil {
 		return err
@@ -223,6 +229,14 @@ func interruptedSignal(ctx context.Context) os.Signal {
 	return os.Interrupt
 }
 
+// mountStorage is what stopMount closes: a table's stack, or the tables
+// a catalog mount opened (catalogTables).
+type mountStorage interface {
+	CloseStorage() error
+	InFlight() int64
+	Close() error
+}
+
 // mountStopBudget bounds stopMount: unmounting, waiting for the requests in
 // flight and closing the cache. unmountBudget is the part spent on plain
 // unmounts before the mount point is detached lazily.
@@ -244,7 +258,7 @@ const (
 // stays busy; the serve loop (or, once detached, the storage calls in
 // flight) and the cache get what is left of the budget, and when requests
 // are still stuck in storage then, deltafs exits without them, saying so.
-func stopMount(mnt string, stk *stack, served <-chan struct{}, sig string) error {
+func stopMount(mnt string, stk mountStorage, served <-chan struct{}, sig string) error {
 	deadline := time.Now().Add(mountStopBudget)
 	slog.Info("unmounting", "mountpoint", mnt, "signal", sig)
 	_ = stk.CloseStorage()
@@ -302,7 +316,7 @@ func unmountOrDetach(mnt string, served <-chan struct{}) (detached bool, err err
 // drained waits until the serve loop has ended or, once the mount point is
 // detached (the loop then lasts as long as a file stays open under it),
 // until no storage call is in flight; false when deadline passed first.
-func drained(stk *stack, served <-chan struct{}, detached bool, deadline time.Time) bool {
+func drained(stk mountStorage, served <-chan struct{}, detached bool, deadline time.Time) bool {
 	timeout := time.NewTimer(time.Until(deadline))
 	defer timeout.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -322,7 +336,7 @@ func drained(stk *stack, served <-chan struct{}, detached bool, deadline time.Ti
 // closeWithin closes the stack, giving up after d (the cache's Close waits
 // for its fills, which a read stuck in the kernel holds): false when it
 // did not finish in time.
-func closeWithin(stk *stack, d time.Duration) bool {
+func closeWithin(stk mountStorage, d time.Duration) bool {
 	closed := make(chan struct{})
 	go func() {
 		_ = stk.Close()

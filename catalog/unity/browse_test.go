@@ -1,0 +1,88 @@
+package unity
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/catalog/unity/unitytest"
+	"github.com/deltafs/deltafs/storage"
+)
+
+// TestParseCatalog: uc:// of one or two names is a catalog, of three a
+// table; malformed names are refused in one line.
+func TestParseCatalog(t *testing.T) {
+	for _, tc := range []struct {
+		loc, catalog, schema string
+		ok, bad              bool
+	}{
+		{"uc://main", "main", "", true, false},
+		{"uc://main.s", "main", "s", true, false},
+		{"uc://main.s.t", "", "", false, false},
+		{"uc://a.b.c.d", "", "", false, false},
+		{"/data/t", "", "", false, false},
+		{"s3://b/t", "", "", false, false},
+		{"uc://", "", "", true, true},
+		{"uc://main.", "", "", true, true},
+		{"uc://.s", "", "", true, true},
+		{"uc://ma/in", "", "", true, true},
+		{"uc://main.s#x", "", "", true, true},
+	} {
+		c, s, ok, err := ParseCatalog(tc.loc)
+		if ok != tc.ok || (err != nil) != tc.bad || !tc.bad && (c != tc.catalog || s != tc.schema) {
+			t.Errorf("%s: %q %q %v %v", tc.loc, c, s, ok, err)
+		}
+	}
+}
+
+// TestBrowser: a catalog lists its schemas then their Delta tables, a
+// schema its tables, and each table is named by a location Open opens;
+// names that would name another table are refused.
+func TestBrowser(t *testing.T) {
+	s := unitytest.Start(t, time.Hour, "k", "s")
+	s.AddTable("main.a.t1", "s3://b/1")
+	s.AddTable("main.a.t2", "s3://b/2")
+	s.AddTable("main.b.t3", "s3://b/3")
+	s.AddTable("other.c.t4", "s3://b/4")
+	opts := storage.Options{Catalog: storage.CatalogOptions{Endpoint: s.URL, Token: s.Token}}
+	ctx := context.Background()
+	b, err := NewBrowser("uc://main", opts)
+	if err != nil || b.Levels() != 2 {
+		t.Fatal(err)
+	}
+	if got, err := b.List(ctx, nil); err != nil || fmt.Sprint(got) != "[a b]" {
+		t.Fatalf("schemas %v %v", got, err)
+	}
+	if got, err := b.List(ctx, []string{"a"}); err != nil || fmt.Sprint(got) != "[t1 t2]" {
+		t.Fatalf("tables %v %v", got, err)
+	}
+	if loc, err := b.Table([]string{"a", "t1"}); err != nil || loc != "uc://main.a.t1" {
+		t.Fatalf("table %q %v", loc, err)
+	}
+	for _, p := range [][]string{{"a", "x.y"}, {"a.b", "t"}, {"a", "t?"}, {"a"}} {
+		if loc, err := b.Table(p); err == nil || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%v: %q %v", p, loc, err)
+		}
+	}
+	sb, err := NewBrowser("uc://main.b", opts)
+	if err != nil || sb.Levels() != 1 {
+		t.Fatal(err)
+	}
+	if got, err := sb.List(ctx, nil); err != nil || fmt.Sprint(got) != "[t3]" {
+		t.Fatalf("schema b: %v %v", got, err)
+	}
+	if loc, err := sb.Table([]string{"t3"}); err != nil || loc != "uc://main.b.t3" {
+		t.Fatalf("table %q %v", loc, err)
+	}
+	if s.Loads.Load() != 0 || s.Vended.Load() != 0 {
+		t.Fatal("browsing loaded or vended a table")
+	}
+	// A refusal names what failed.
+	bad, _ := NewBrowser("uc://main", storage.Options{Catalog: storage.CatalogOptions{Endpoint: s.URL, Token: "wrong"}})
+	bad.c.Attempts = 1
+	if _, err := bad.List(ctx, nil); err == nil || !strings.Contains(err.Error(), "listing the schemas") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("refused: %v", err)
+	}
+}

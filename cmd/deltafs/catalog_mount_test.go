@@ -1,0 +1,131 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/deltafs/deltafs/catalog/unity/unitytest"
+	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/internal/testkit"
+)
+
+// Catalog mounts through the binary: a schema (uc://CATALOG.SCHEMA), a
+// catalog (uc://CATALOG) and a share (PROFILE.share, PROFILE.share#SHARE)
+// list their tables without opening any, and each table's tree reads as a
+// mount of the table by path.
+
+// browseTables are the tables of the catalog mounts' tests.
+var browseTables = []string{"dat-basic_append", "deltars-simple_table"}
+
+// catalogFlags are the sample flags of the comparisons (mountedTree's).
+var catalogFlags = []string{"--data-column", "-", "--shards", "2", "--cache-dir", "none"}
+
+// requireSameTables checks that each table under dir reads as the table
+// by path (local), every version's sample files.
+func requireSameTables(t *testing.T, bin, dir string, local map[string]string, named func(string) string) {
+	t.Helper()
+	for _, name := range browseTables {
+		want, refused := mountedTree(t, bin, local[name])
+		if refused != "" {
+			t.Fatalf("%s by path: %s", name, refused)
+		}
+		tdir := filepath.Join(dir, named(name))
+		versions, err := os.ReadDir(filepath.Join(tdir, "version"))
+		if err != nil || len(versions) != len(want) {
+			t.Fatalf("%s: %d versions (%v), %d by path", name, len(versions), err, len(want))
+		}
+		for v, lines := range want {
+			if got := versionTree(t, tdir, v); strings.Join(got, "\n") != strings.Join(lines, "\n") || len(lines) == 0 {
+				t.Fatalf("%s version %s: sample files differ\ncatalog: %q\npath:    %q", name, v, got, lines)
+			}
+		}
+		if link, err := os.Readlink(filepath.Join(tdir, "latest")); err != nil || !strings.HasPrefix(link, "version/") {
+			t.Fatalf("%s/latest -> %q, %v", name, link, err)
+		}
+	}
+}
+
+// TestCatalogMountUC: uc://main.default lists its tables without reading
+// any (no load, no vend, no S3 request), reads each as by path, drops a
+// table the catalog drops, and serves EIO (one log line) for a table
+// that cannot be opened while the others serve; uc://main shows the
+// schemas first.
+func TestCatalogMountUC(t *testing.T) {
+	mounttest.RequireFUSE(t)
+	bin := mounttest.Binary(t)
+	f := startUC(t, time.Minute, browseTables)
+	// A table whose location holds nothing: it cannot be opened.
+	f.uc.AddTable("main.default.broken", unitytest.ManagedLocation("lake"))
+	flags := append(append([]string{"--refresh", "1s"}, catalogFlags...), s3Flags(f.endpoint)...)
+	m := mounttest.StartCatalog(t, bin, "uc://main.default", flags...)
+	names := testkit.DirNames(t, m.Dir)
+	want := []string{"broken", ucTable(browseTables[0]), ucTable(browseTables[1])}
+	if fmt.Sprint(names) != fmt.Sprint(want) {
+		t.Fatalf("uc://main.default lists %v, want %v", names, want)
+	}
+	for _, n := range names {
+		if fi, err := os.Stat(filepath.Join(m.Dir, n)); err != nil || !fi.IsDir() {
+			t.Fatalf("stat %s: %v", n, err)
+		}
+	}
+	if f.uc.Loads.Load() != 0 || f.uc.Vended.Load() != 0 || f.uc.Accepted.Load() != 0 {
+		t.Fatalf("listing the schema read tables: %d loads, %d vends, %d S3 requests", f.uc.Loads.Load(), f.uc.Vended.Load(), f.uc.Accepted.Load())
+	}
+	requireSameTables(t, bin, m.Dir, f.local, ucTable)
+
+	for range 3 {
+		if _, err := os.ReadDir(filepath.Join(m.Dir, "broken")); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("broken table: %v, want EIO", err)
+		}
+		if _, err := os.ReadDir(filepath.Join(m.Dir, ucTable(browseTables[0]), "version")); err != nil {
+			t.Fatalf("a good table beside the broken one: %v", err)
+		}
+	}
+	if n := strings.Count(m.Log(), "table cannot be opened"); n != 1 || !strings.Contains(m.Log(), "uc://main.default.broken") {
+		t.Fatalf("%d lines about the broken table, want 1 naming it:\n%s", n, m.Log())
+	}
+	for _, l := range strings.Split(m.Log(), "\n") {
+		if strings.Contains(l, "table cannot be opened") {
+			t.Log(l)
+		}
+	}
+
+	// Dropped while mounted: gone at the next listing, and ENOENT.
+	dropped := filepath.Join(m.Dir, ucTable(browseTables[1]))
+	f.uc.DropTable(ucName(browseTables[1]))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := os.Stat(dropped)
+		if errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dropped table still there after 20s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := os.ReadDir(filepath.Join(dropped, "version")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dropped table's version/: %v, want ENOENT", err)
+	}
+	if !strings.Contains(m.Log(), "table no longer listed; released") {
+		t.Fatalf("no line about the dropped table:\n%s", m.Log())
+	}
+
+	// The catalog: schemas, then tables.
+	c := mounttest.StartCatalog(t, bin, "uc://main", flags...)
+	if got := testkit.DirNames(t, c.Dir); fmt.Sprint(got) != "[default]" {
+		t.Fatalf("uc://main lists %v", got)
+	}
+	if _, err := os.ReadDir(filepath.Join(c.Dir, "default", ucTable(browseTables[0]), "version", "0")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ucTable is the table's name in the schema (ucName's last part).
+func ucTable(name string) string { return strings.TrimPrefix(ucName(name), "main.default.") }
