@@ -5,10 +5,13 @@ import (
 
 	"github.com/deltafs/deltafs/catalog/unity"
 	"github.com/deltafs/deltafs/storage"
+	"github.com/deltafs/deltafs/storage/sharing"
 )
 
 // A Catalog is a location naming many tables rather than one: a catalog
-// or a schema of Unity Catalog (uc://CATALOG, uc://CATALOG.SCHEMA). It
+// or a schema of Unity Catalog (uc://CATALOG, uc://CATALOG.SCHEMA), a
+// Delta Sharing profile or one of its shares (PROFILE.share,
+// PROFILE.share#SHARE). It
 // lists the names from the mount down to its tables (fs.Catalog shows
 // them as directories) and names each table as a location Open opens, so
 // every table of a catalog is opened as a single table would be, with its
@@ -32,6 +35,13 @@ func OpenCatalog(location string, opts storage.Options) (c Catalog, ok bool, err
 			return nil, true, perr
 		}
 		b, err := unity.NewBrowser(location, opts)
+		if err != nil {
+			return nil, true, err
+		}
+		return b, true, nil
+	}
+	if _, _, isShare := sharing.ParseCatalog(location); isShare {
+		b, err := sharing.NewBrowser(location, opts.Sharing.Timeout)
 		if err != nil {
 			return nil, true, err
 		}

@@ -86,3 +86,39 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("refused: %v", err)
 	}
 }
+
+// FuzzCatalogName: any location is a catalog, a table or neither, never
+// panics; a catalog's table names, when they make a location, name that
+// very table back.
+func FuzzCatalogName(f *testing.F) {
+	for _, s := range []string{"uc://main\x00t", "uc://main.s\x00t", "uc://main.s.t\x00x", "uc://a\x00b.c", "uc://\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		loc, table, _ := strings.Cut(in, "\x00")
+		catalog, schema, ok, err := ParseCatalog(loc)
+		if !ok || err != nil {
+			return
+		}
+		if catalog == "" || strings.Contains(catalog, ".") || strings.Contains(schema, ".") {
+			t.Fatalf("%q: catalog %q schema %q", loc, catalog, schema)
+		}
+		b := &Browser{location: loc, catalog: catalog, schema: schema}
+		path := []string{table}
+		if schema == "" {
+			path = []string{"s", table}
+		}
+		tl, err := b.Table(path)
+		if err != nil {
+			if strings.ContainsAny(err.Error(), "\n\r") && !strings.ContainsAny(in, "\n\r") {
+				t.Fatalf("not one line: %q", err)
+			}
+			return
+		}
+		full, err := ParseName(tl)
+		parts := strings.Split(full, ".")
+		if err != nil || len(parts) != 3 || parts[0] != catalog || parts[2] != table {
+			t.Fatalf("%q names %q (%v), not table %q of %q", tl, full, err, table, catalog)
+		}
+	})
+}
