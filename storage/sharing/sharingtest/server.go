@@ -75,15 +75,15 @@ type Server struct {
 	tables map[string]*table // by lower-case share.schema.table
 
 	// Counters of file requests.
-	Served   atomic.Int64 // answered with data
-	Expired  atomic.Int64 // refused: the URL had expired
-	Refused  atomic.Int64 // refused: a bad signature
-	Queries  atomic.Int64 // query requests answered 200
+	Served  atomic.Int64 // answered with data
+	Expired atomic.Int64 // refused: the URL had expired
+	Refused atomic.Int64 // refused: a bad signature
+	Queries atomic.Int64 // query requests answered 200
 	// TableRequests counts the requests to a table's endpoints (version,
 	// query, metadata): none while a client only lists.
 	TableRequests atomic.Int64
-	listing       listing // list.go
-	InFlight atomic.Int64 // file requests being answered now
+	listing       listing      // list.go
+	InFlight      atomic.Int64 // file requests being answered now
 
 	fileDelay atomic.Int64 // nanoseconds every file answer waits
 	tamper    atomic.Pointer[func(key string, data []byte) []byte]
