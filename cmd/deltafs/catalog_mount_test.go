@@ -129,3 +129,76 @@ func TestCatalogMountUC(t *testing.T) {
 
 // ucTable is the table's name in the schema (ucName's last part).
 func ucTable(name string) string { return strings.TrimPrefix(ucName(name), "main.default.") }
+
+// TestCatalogMountSharing: PROFILE.share lists shares, schemas and tables
+// without a request to any table, leaves out names that cannot be a
+// directory (one line), reads each table as by path, drops a table the
+// server stops sharing, and serves EIO (one log line) for a table the
+// server cannot serve while the others serve; PROFILE.share#SHARE shows
+// the share's schemas first.
+func TestCatalogMountSharing(t *testing.T) {
+	mounttest.RequireFUSE(t)
+	bin := mounttest.Binary(t)
+	f := startSharing(t, 20*time.Second, browseTables)
+	f.srv.AddTable(t, "share", "default", "broken", t.TempDir()) // no log: the server refuses its queries
+	f.srv.SetListExtra("..", "a/b")
+	f.srv.SetListPage(1) // every name its own page
+	flags := append([]string{"--refresh", "1s"}, catalogFlags...)
+	m := mounttest.StartCatalog(t, bin, f.profile, flags...)
+	if got := testkit.DirNames(t, m.Dir); fmt.Sprint(got) != "[share]" {
+		t.Fatalf("%s lists %v", f.profile, got)
+	}
+	if got := testkit.DirNames(t, filepath.Join(m.Dir, "share")); fmt.Sprint(got) != "[default]" {
+		t.Fatalf("share lists %v", got)
+	}
+	dir := filepath.Join(m.Dir, "share", "default")
+	want := []string{"broken", sharedName(browseTables[0]), sharedName(browseTables[1])}
+	if got := testkit.DirNames(t, dir); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("share/default lists %v, want %v", got, want)
+	}
+	if n := f.srv.TableRequests.Load(); n != 0 || f.srv.ListRequests() < 5 {
+		t.Fatalf("listing made %d table requests (%d listing requests)", n, f.srv.ListRequests())
+	}
+	if n := strings.Count(m.Log(), "leaves out"); n != 1 {
+		t.Fatalf("%d lines about the names left out, want 1:\n%s", n, m.Log())
+	}
+	requireSameTables(t, bin, dir, f.local, sharedName)
+
+	for range 3 {
+		if _, err := os.ReadDir(filepath.Join(dir, "broken")); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("broken table: %v, want EIO", err)
+		}
+		if _, err := os.ReadDir(filepath.Join(dir, sharedName(browseTables[0]), "version")); err != nil {
+			t.Fatalf("a good table beside the broken one: %v", err)
+		}
+	}
+	if n := strings.Count(m.Log(), "table cannot be opened"); n != 1 || !strings.Contains(m.Log(), "#share.default.broken") {
+		t.Fatalf("%d lines about the broken table, want 1 naming it:\n%s", n, m.Log())
+	}
+
+	dropped := filepath.Join(dir, sharedName(browseTables[1]))
+	f.srv.DropTable("share", "default", sharedName(browseTables[1]))
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := os.Stat(dropped)
+		if errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dropped table still there after 20s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := os.ReadDir(filepath.Join(dropped, "version")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dropped table's version/: %v, want ENOENT", err)
+	}
+
+	// One share: its schemas, then tables.
+	s := mounttest.StartCatalog(t, bin, f.profile+"#share", flags...)
+	if got := testkit.DirNames(t, s.Dir); fmt.Sprint(got) != "[default]" {
+		t.Fatalf("%s#share lists %v", f.profile, got)
+	}
+	if _, err := os.ReadDir(filepath.Join(s.Dir, "default", sharedName(browseTables[0]), "version", "0")); err != nil {
+		t.Fatal(err)
+	}
+}
