@@ -64,8 +64,8 @@ func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
 func newMountCmd() *cobra.Command {
 	var o mountOptions
 	c := &cobra.Command{
-		Use:   "mount TABLE MOUNTPOINT [flags]",
-		Short: "Mount every version of a table as sample files (foreground; Ctrl-C unmounts)",
+		Use:   "mount TABLE|CATALOG MOUNTPOINT [flags]",
+		Short: "Mount every version of a table, or of a catalog's tables, as sample files (foreground; Ctrl-C unmounts)",
 		Long: `Mount a Delta table read-only at MOUNTPOINT:
 
   MOUNTPOINT/
@@ -78,6 +78,21 @@ func newMountCmd() *cobra.Command {
         <id><ext>              one file per live row (or <class>/<id><ext> with --class-column)
     at/<time>                  link to the version current at <time> (Unix ms, RFC 3339 or as deltafs log prints it)
     .deltafs/stats             counters (JSON)
+
+A catalog location mounts many tables, each as TABLE/ holding the tree above:
+
+  uc://CATALOG.SCHEMA          MOUNTPOINT/TABLE/      (the schema's Delta tables)
+  uc://CATALOG                 MOUNTPOINT/SCHEMA/TABLE/
+  PROFILE.share                MOUNTPOINT/SHARE/SCHEMA/TABLE/
+  PROFILE.share#SHARE          MOUNTPOINT/SCHEMA/TABLE/
+
+A table is opened (and checked, as a table mount checks its one) only when a
+request enters its directory, so listing a schema reads no table's log; the
+listings are read again every --refresh (dropped tables answer ENOENT); a
+table that cannot be opened answers EIO with one log line while the others
+serve. The sample and cache flags apply to every table; point a loader at one
+table's shard (MOUNTPOINT/TABLE/latest/shard/K). --xattrs and --metrics-addr
+are refused there. See the README's "Browsing a catalog".
 
 The table, its latest version and the sample flags are checked before mounting
 (--image against the length of one value of the data column), and so is MOUNTPOINT:
