@@ -193,6 +193,28 @@ func TestCatalogMountSharing(t *testing.T) {
 		t.Fatalf("dropped table's version/: %v, want ENOENT", err)
 	}
 
+	// A table shared while mounted appears at the next listing.
+	late := t.TempDir()
+	if err := os.CopyFS(late, os.DirFS(f.local[browseTables[0]])); err != nil {
+		t.Fatal(err)
+	}
+	f.srv.AddTable(t, "share", "default", "late", late)
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		_, err := os.ReadDir(filepath.Join(dir, "late", "version", "0"))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a table shared while mounted is not there after 20s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// A signal unmounts cleanly, every table closed.
+	if err := m.Stop(); err != nil || mounttest.Mounted(m.Dir) {
+		t.Fatalf("stop: %v (mounted %v)\n%s", err, mounttest.Mounted(m.Dir), m.Log())
+	}
+
 	// One share: its schemas, then tables.
 	s := mounttest.StartCatalog(t, bin, f.profile+"#share", flags...)
 	if got := testkit.DirNames(t, s.Dir); fmt.Sprint(got) != "[default]" {
@@ -200,5 +222,31 @@ func TestCatalogMountSharing(t *testing.T) {
 	}
 	if _, err := os.ReadDir(filepath.Join(s.Dir, "default", sharedName(browseTables[0]), "version", "0")); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestCatalogMountUsage: flags a catalog mount does not serve, and bad
+// sample flags, are usage errors (exit 2) before any listing.
+func TestCatalogMountUsage(t *testing.T) {
+	bin := mounttest.Binary(t)
+	uc := unitytest.Start(t, time.Minute, "k", "s")
+	ucEnv(t, uc)
+	mnt := t.TempDir()
+	for _, tc := range []struct {
+		flags []string
+		want  string
+	}{
+		{[]string{"--xattrs"}, "--xattrs is not served by a catalog mount"},
+		{[]string{"--metrics-addr", "127.0.0.1:0"}, "--metrics-addr is not served by a catalog mount"},
+		{[]string{"--shards", "0"}, "--shards 0"},
+	} {
+		before := uc.Requests.Load()
+		_, stderr, code := runBin(t, bin, time.Minute, append([]string{"mount", "uc://main.default", mnt}, tc.flags...)...)
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %q; want 2 and %q", tc.flags, code, stderr, tc.want)
+		}
+		if n := uc.Requests.Load() - before; n != 0 {
+			t.Errorf("%v: %d catalog requests before the usage error", tc.flags, n)
+		}
 	}
 }

@@ -135,6 +135,13 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 			return usageError{err}
 		}
 	}
+	// The flags' errors first, for a table and a catalog alike.
+	if _, err := o.specFlags.spec(); err != nil {
+		return usageError{err}
+	}
+	if _, err := o.cacheFlags.options(); err != nil {
+		return usageError{err}
+	}
 	if cat, ok, err := table.OpenCatalog(location, global.storage); ok {
 		if err != nil {
 			return err

@@ -24,13 +24,6 @@ func runCatalogMount(ctx context.Context, o *mountOptions, location string, cat 
 	case o.MetricsAddr != "":
 		return usageError{errors.New("--metrics-addr is not served by a catalog mount: mount the table itself")}
 	}
-	// The flags' errors now, not at every table's open.
-	if _, err := o.specFlags.spec(); err != nil {
-		return usageError{err}
-	}
-	if _, err := o.cacheFlags.options(); err != nil {
-		return usageError{err}
-	}
 	tables := &catalogTables{open: map[*stack]bool{}}
 	c, err := dfs.NewCatalog(ctx, dfs.CatalogOptions{
 		Table: dfs.Options{Refresh: o.Refresh, Immutable: o.Immutable, KernelInodes: kernelInodes(o.KernelInodes), Prefill: prefill,
