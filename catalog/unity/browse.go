@@ -2,6 +2,7 @@ package unity
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -84,9 +85,13 @@ func (b *Browser) List(ctx context.Context, path []string) ([]string, error) {
 		return nil, fmt.Errorf("%s: no listing at depth %d", b.location, len(path))
 	}
 	if err != nil {
-		what := "listing the tables"
+		what, missing := "listing the tables", "no such schema"
 		if b.schema == "" && len(path) == 0 {
-			what = "listing the schemas"
+			what, missing = "listing the schemas", "no such catalog"
+		}
+		var ae *APIError
+		if errors.As(err, &ae) && ae.Status == 404 {
+			return nil, fmt.Errorf("%s: %s (%w)", what, missing, err)
 		}
 		return nil, fmt.Errorf("%s (%w)", describeCall(what, b.cfg, err), err)
 	}

@@ -3,6 +3,8 @@ package unity
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -78,6 +80,16 @@ func TestBrowser(t *testing.T) {
 	}
 	if s.Loads.Load() != 0 || s.Vended.Load() != 0 {
 		t.Fatal("browsing loaded or vended a table")
+	}
+	// A missing catalog or schema is said as such.
+	nf := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(404)
+		w.Write([]byte(`{"error_code":"NOT_FOUND","message":"Schema not found"}`))
+	}))
+	defer nf.Close()
+	nb, _ := NewBrowser("uc://main.gone", storage.Options{Catalog: storage.CatalogOptions{Endpoint: nf.URL, Token: "t"}})
+	if _, err := nb.List(ctx, nil); err == nil || !strings.Contains(err.Error(), "listing the tables: no such schema") {
+		t.Fatalf("missing schema: %v", err)
 	}
 	// A refusal names what failed.
 	bad, _ := NewBrowser("uc://main", storage.Options{Catalog: storage.CatalogOptions{Endpoint: s.URL, Token: "wrong"}})

@@ -24,7 +24,7 @@ import (
 // in pages of maxResults, the next named by nextPageToken (absent or
 // empty after the last). A listing is bounded like every other answer:
 // at most maxListed names, maxListPages pages of at most maxListPage
-// bytes each, within listTimeout for all of them; a page token given
+// bytes each and maxListBytes in all, within listTimeout for all of them; a page token given
 // twice (pages without end) fails it. Names are returned as the server
 // gives them (the mount leaves out those that cannot be a directory); an
 // item without a name, or of another share or schema than asked, fails
@@ -33,6 +33,7 @@ var (
 	maxListed    = 100_000
 	maxListPages = 10_000
 	maxListPage  = int64(16 << 20)
+	maxListBytes = int64(256 << 20)
 	listTimeout  = 5 * time.Minute
 )
 
@@ -112,8 +113,12 @@ func (c *Client) list(ctx context.Context, path string, check func(listItem) err
 	q := url.Values{"maxResults": {fmt.Sprint(listResults)}}
 	seen := map[string]bool{}
 	var names []string
+	var read int64
 	for pages := 1; ; pages++ {
-		page, err := c.listPage(ctx, path+"?"+q.Encode())
+		page, n, err := c.listPage(ctx, path+"?"+q.Encode())
+		if read += n; err == nil && read > maxListBytes {
+			err = fmt.Errorf("the answer's pages are longer than %s in all", humanize.IBytes(uint64(maxListBytes)))
+		}
 		if err != nil {
 			if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil {
 				return nil, fail(cause)
@@ -150,29 +155,31 @@ type listAnswer struct {
 	NextPageToken *string    `json:"nextPageToken"`
 }
 
-// listPage is one page: GET endpoint+pathQuery, at most maxListPage bytes.
-func (c *Client) listPage(ctx context.Context, pathQuery string) (listAnswer, error) {
+// listPage is one page, GET endpoint+pathQuery, at most maxListPage
+// bytes, and its length.
+func (c *Client) listPage(ctx context.Context, pathQuery string) (listAnswer, int64, error) {
 	resp, err := c.do(ctx, http.MethodGet, c.endpoint+pathQuery, nil)
 	if err != nil {
-		return listAnswer{}, err
+		return listAnswer{}, 0, err
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxListPage+1))
+	n := int64(len(data))
 	if err != nil {
 		var te *timeoutError
 		if errors.As(err, &te) {
-			return listAnswer{}, te
+			return listAnswer{}, n, te
 		}
-		return listAnswer{}, fmt.Errorf("reading the answer: %v", cleanNetErr(err))
+		return listAnswer{}, n, fmt.Errorf("reading the answer: %v", cleanNetErr(err))
 	}
-	if int64(len(data)) > maxListPage {
-		return listAnswer{}, fmt.Errorf("a page of the answer is longer than %s", humanize.IBytes(uint64(maxListPage)))
+	if n > maxListPage {
+		return listAnswer{}, n, fmt.Errorf("a page of the answer is longer than %s", humanize.IBytes(uint64(maxListPage)))
 	}
 	var page listAnswer
 	if err := json.Unmarshal(data, &page); err != nil {
-		return listAnswer{}, fmt.Errorf("not a valid answer: %s", httpjson.Cause(err))
+		return listAnswer{}, n, fmt.Errorf("not a valid answer: %s", httpjson.Cause(err))
 	}
-	return page, nil
+	return page, n, nil
 }
 
 // ParseCatalog splits a catalog location: PROFILE.share, a profile file

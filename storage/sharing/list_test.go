@@ -140,6 +140,17 @@ func TestListHostile(t *testing.T) {
 		hs.Close()
 		oneLine(tc.name, err, tc.want)
 	}
+	// Pages each within the bound, too many bytes in all.
+	setVar(t, &maxListBytes, 4096)
+	pad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `{"items":[],"nextPageToken":"p%d","x":"%s"}`, time.Now().UnixNano(), strings.Repeat(" ", 900))
+	}))
+	defer pad.Close()
+	pp := filepath.Join(t.TempDir(), "pad.share")
+	os.WriteFile(pp, []byte(`{"shareCredentialsVersion":1,"endpoint":"`+pad.URL+`","bearerToken":"tok"}`), 0o600)
+	_, err = listClient(t, pp).ListShares(ctx)
+	oneLine("padded pages", err, "longer than 4.0 KiB in all")
+
 	// A table of another schema, and all-tables without a schema.
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte(`{"items":[{"name":"t","share":"s","schema":"evil"}]}`))
