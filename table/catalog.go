@@ -24,6 +24,9 @@ type Catalog interface {
 	// Table is the location of the table at path (len(path) == Levels),
 	// or why its names cannot make one.
 	Table(path []string) (string, error)
+	// Name names the directory or table at path in log lines, as its
+	// location would (uc://c.s.t, PROFILE.share#share.schema.table).
+	Name(path []string) string
 }
 
 // OpenCatalog returns the catalog location names, and ok false when it

@@ -115,3 +115,9 @@ func (b *Browser) Table(path []string) (string, error) {
 	}
 	return loc, nil
 }
+
+// Name names the directory or table at path in log lines:
+// uc://catalog.schema.table, as far as path goes.
+func (b *Browser) Name(path []string) string {
+	return strings.Join(append([]string{b.location}, path...), ".")
+}

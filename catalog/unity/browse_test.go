@@ -63,6 +63,9 @@ func TestBrowser(t *testing.T) {
 	if loc, err := b.Table([]string{"a", "t1"}); err != nil || loc != "uc://main.a.t1" {
 		t.Fatalf("table %q %v", loc, err)
 	}
+	if b.Name(nil) != "uc://main" || b.Name([]string{"a", "t1"}) != "uc://main.a.t1" {
+		t.Fatalf("names %q %q", b.Name(nil), b.Name([]string{"a", "t1"}))
+	}
 	for _, p := range [][]string{{"a", "x.y"}, {"a.b", "t"}, {"a", "t?"}, {"a"}} {
 		if loc, err := b.Table(p); err == nil || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%v: %q %v", p, loc, err)

@@ -87,7 +87,7 @@ func TestCatalogMountUC(t *testing.T) {
 			t.Fatalf("a good table beside the broken one: %v", err)
 		}
 	}
-	if n := strings.Count(m.Log(), "table cannot be opened"); n != 1 || !strings.Contains(m.Log(), "uc://main.default.broken") {
+	if n := strings.Count(m.Log(), "table cannot be opened"); n != 1 || !strings.Contains(m.Log(), "where=uc://main.default.broken ") {
 		t.Fatalf("%d lines about the broken table, want 1 naming it:\n%s", n, m.Log())
 	}
 	for _, l := range strings.Split(m.Log(), "\n") {
@@ -172,7 +172,7 @@ func TestCatalogMountSharing(t *testing.T) {
 			t.Fatalf("a good table beside the broken one: %v", err)
 		}
 	}
-	if n := strings.Count(m.Log(), "table cannot be opened"); n != 1 || !strings.Contains(m.Log(), "#share.default.broken") {
+	if n := strings.Count(m.Log(), "table cannot be opened"); n != 1 || !strings.Contains(m.Log(), "where="+f.profile+"#share.default.broken ") {
 		t.Fatalf("%d lines about the broken table, want 1 naming it:\n%s", n, m.Log())
 	}
 

@@ -28,9 +28,10 @@ func runCatalogMount(ctx context.Context, o *mountOptions, location string, cat 
 	c, err := dfs.NewCatalog(ctx, dfs.CatalogOptions{
 		Table: dfs.Options{Refresh: o.Refresh, Immutable: o.Immutable, KernelInodes: kernelInodes(o.KernelInodes), Prefill: prefill,
 			Logger: slog.Default()},
-		Name:   location,
-		Levels: cat.Levels(),
-		List:   cat.List,
+		Name:     location,
+		PathName: cat.Name,
+		Levels:   cat.Levels(),
+		List:     cat.List,
 		Open: func(ctx context.Context, path []string) (*sample.Samples, io.Closer, error) {
 			loc, err := cat.Table(path)
 			if err != nil {

@@ -283,3 +283,16 @@ func (b *Browser) Table(path []string) (string, error) {
 	}
 	return loc, nil
 }
+
+// Name names the directory or table at path in log lines:
+// PROFILE.share#share.schema.table, as far as path goes.
+func (b *Browser) Name(path []string) string {
+	full := path
+	if b.share != "" {
+		full = append([]string{b.share}, path...)
+	}
+	if len(full) == 0 {
+		return b.profile
+	}
+	return b.profile + "#" + strings.Join(full, ".")
+}

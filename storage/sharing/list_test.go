@@ -227,6 +227,9 @@ func TestSharingBrowser(t *testing.T) {
 	if loc, err := b.Table([]string{"share", "a", "t000"}); err != nil || loc != profile+"#share.a.t000" {
 		t.Fatalf("%q %v", loc, err)
 	}
+	if b.Name(nil) != profile || b.Name([]string{"share", "a", "t000"}) != profile+"#share.a.t000" {
+		t.Fatalf("names %q %q", b.Name(nil), b.Name([]string{"share", "a", "t000"}))
+	}
 	sb, err := NewBrowser(profile+"#share", time.Second)
 	if err != nil || sb.Levels() != 2 {
 		t.Fatal(err)
@@ -236,6 +239,9 @@ func TestSharingBrowser(t *testing.T) {
 	}
 	if loc, err := sb.Table([]string{"b", "x"}); err != nil || loc != profile+"#share.b.x" {
 		t.Fatalf("%q %v", loc, err)
+	}
+	if sb.Name([]string{"b"}) != profile+"#share.b" {
+		t.Fatalf("name %q", sb.Name([]string{"b"}))
 	}
 	for _, p := range [][]string{{"a.b", "t"}, {"a", "t.u"}, {"a", "t u"}, {"a"}} {
 		if loc, err := sb.Table(p); err == nil || strings.Contains(err.Error(), "\n") {
