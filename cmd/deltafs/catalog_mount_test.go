@@ -250,3 +250,39 @@ func TestCatalogMountUsage(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogMountUCRenewal: each table of a schema mount keeps its own
+// vended credentials and renews them: reads past their lifetime work,
+// and S3 never sees an expired session.
+func TestCatalogMountUCRenewal(t *testing.T) {
+	mounttest.RequireFUSE(t)
+	bin := mounttest.Binary(t)
+	f := startUC(t, 6*time.Second, browseTables)
+	// Polled every second: S3 requests go on past the credentials' life.
+	flags := append(append([]string{"--mem-cache", "0", "--refresh", "1s"}, catalogFlags...), s3Flags(f.endpoint)...)
+	m := mounttest.StartCatalog(t, bin, "uc://main.default", flags...)
+	read := func() {
+		for _, name := range browseTables {
+			if lines := versionTree(t, filepath.Join(m.Dir, ucTable(name)), "0"); len(lines) == 0 {
+				t.Fatalf("%s: no samples", name)
+			}
+		}
+	}
+	read()
+	vends := f.uc.Vended.Load()
+	if vends != 2 {
+		t.Fatalf("%d credentials vended for two tables, want 2", vends)
+	}
+	before := f.uc.Accepted.Load()
+	time.Sleep(8 * time.Second) // past the first credentials' life
+	read()
+	if f.uc.Accepted.Load() <= before {
+		t.Fatal("no S3 request after the first credentials' life: nothing was renewed")
+	}
+	if n := f.uc.Vended.Load(); n < 4 {
+		t.Fatalf("%d credentials vended in all, want each table renewed at least once", n)
+	}
+	if f.uc.Expired.Load() != 0 || f.uc.Refused.Load() != 0 || f.uc.Accepted.Load() == 0 {
+		t.Fatalf("S3: %d expired, %d refused, %d accepted", f.uc.Expired.Load(), f.uc.Refused.Load(), f.uc.Accepted.Load())
+	}
+}

@@ -255,3 +255,22 @@ func TestSharingBrowser(t *testing.T) {
 		t.Fatal("an empty share's name was taken")
 	}
 }
+
+// TestListOAuth: an OAuth profile's listings carry its token from the
+// token endpoint, renewed as for queries.
+func TestListOAuth(t *testing.T) {
+	srv, profile := oauthServer(t, 2*time.Second, nil)
+	b, err := NewBrowser(profile, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if got, err := b.List(context.Background(), []string{"share", "default"}); err != nil || fmt.Sprint(got) != "[simple]" {
+			t.Fatalf("tables %v %v", got, err)
+		}
+		time.Sleep(2500 * time.Millisecond) // past the token's life
+	}
+	if n := srv.TokenRequests.Load(); n < 2 {
+		t.Fatalf("%d token requests over two token lives", n)
+	}
+}
