@@ -310,7 +310,7 @@ func (c *Catalog) relist(ctx context.Context, d *catDir) error {
 		if ctx.Err() == nil || c.runCtx.Err() == nil {
 			c.failOnce(where, "listing the catalog failed; keeping the last listing", err)
 		}
-		return fmt.Errorf("listing %s: %w", where, err)
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	c.recovered(where, "listing the catalog works again")
 	// Names that cannot be a directory, or that name two entries, are

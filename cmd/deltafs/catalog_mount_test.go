@@ -13,6 +13,7 @@ import (
 	"github.com/deltafs/deltafs/catalog/unity/unitytest"
 	"github.com/deltafs/deltafs/fs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
+	"github.com/deltafs/deltafs/storage/sharing/sharingtest"
 )
 
 // Catalog mounts through the binary: a schema (uc://CATALOG.SCHEMA), a
@@ -285,4 +286,32 @@ func TestCatalogMountUCRenewal(t *testing.T) {
 	if f.uc.Expired.Load() != 0 || f.uc.Refused.Load() != 0 || f.uc.Accepted.Load() == 0 {
 		t.Fatalf("S3: %d expired, %d refused, %d accepted", f.uc.Expired.Load(), f.uc.Refused.Load(), f.uc.Accepted.Load())
 	}
+}
+
+// TestCatalogMountRefused: a catalog whose first listing fails (a refused
+// token) is not mounted: exit 1, one line naming the catalog and why.
+func TestCatalogMountRefused(t *testing.T) {
+	mounttest.RequireFUSE(t)
+	bin := mounttest.Binary(t)
+	uc := unitytest.Start(t, time.Minute, "k", "s")
+	uc.AddTable("main.default.t", "s3://lake/t")
+	ucEnv(t, uc)
+	t.Setenv("UC_TOKEN", "wrong-token-0123456789")
+	mnt := mounttest.Mountpoint(t)
+	_, stderr, code := runBin(t, bin, time.Minute, "mount", "uc://main.default", mnt)
+	line := requireErrorLine(t, stderr, code, "uc://main.default", -1, []string{"listing the tables", "refuses the token"})
+	if strings.Contains(stderr, "wrong-token-0123456789") || mounttest.Mounted(mnt) {
+		t.Fatalf("token shown or left mounted: %s", line)
+	}
+	t.Log(line)
+
+	srv := sharingtest.Start(t, time.Minute)
+	profile := filepath.Join(t.TempDir(), "p.share")
+	srv.WriteProfile(t, profile, "wrong-token-0123456789")
+	_, stderr, code = runBin(t, bin, time.Minute, "mount", profile+"#s", mnt)
+	line = requireErrorLine(t, stderr, code, profile+"#s", -1, []string{"listing /shares/s/schemas", "401"})
+	if strings.Contains(stderr, "wrong-token-0123456789") || mounttest.Mounted(mnt) {
+		t.Fatalf("token shown or left mounted: %s", line)
+	}
+	t.Log(line)
 }
