@@ -27,9 +27,11 @@ FUZZ_TARGETS := \
 	./filter FuzzFilter \
 	./storage/sharing FuzzQuery \
 	./storage/sharing FuzzProfile \
+	./storage/sharing FuzzListing \
 	./internal/secret FuzzRedact \
 	./catalog/unity FuzzAnswers \
 	./catalog/unity FuzzLoadTableAnswer \
+	./catalog/unity FuzzCatalogName \
 	./internal/attack FuzzAttack \
 	./internal/blockcodec FuzzSnappy \
 	./internal/blockcodec FuzzLZ4 \

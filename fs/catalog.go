@@ -82,6 +82,10 @@ type CatalogOptions struct {
 	Table Options
 	// Name names the catalog in log lines (e.g. uc://main).
 	Name string
+	// PathName, when set, names the directory or table at path in log
+	// lines (PROFILE.share#share.schema.table); else Name and the names,
+	// dot-separated.
+	PathName func(path []string) string
 	// Levels is the number of names from the mount to a table: 1 (a
 	// schema's tables), 2 (schemas, then tables), 3 (shares, schemas,
 	// tables).
@@ -276,9 +280,12 @@ func (c *Catalog) tableAt(i int) *catTable {
 	return c.tables[i]
 }
 
-// pathName is path as log lines show it: the catalog's name and the
-// names, dot-separated (CATALOG.SCHEMA.TABLE).
+// pathName is path as log lines show it: PathName's, else the catalog's
+// name and the names, dot-separated (CATALOG.SCHEMA.TABLE).
 func (c *Catalog) pathName(path []string) string {
+	if c.opts.PathName != nil {
+		return c.opts.PathName(path)
+	}
 	return strings.Join(append([]string{c.opts.Name}, path...), ".")
 }
 
@@ -303,7 +310,7 @@ func (c *Catalog) relist(ctx context.Context, d *catDir) error {
 		if ctx.Err() == nil || c.runCtx.Err() == nil {
 			c.failOnce(where, "listing the catalog failed; keeping the last listing", err)
 		}
-		return fmt.Errorf("listing %s: %w", where, err)
+		return fmt.Errorf("%s: %w", where, err)
 	}
 	c.recovered(where, "listing the catalog works again")
 	// Names that cannot be a directory, or that name two entries, are

@@ -26,6 +26,17 @@
 //	                           or a time as `deltafs log` prints it, UTC)
 //	  .deltafs/stats           counters, JSON (a fresh rendering per stat)
 //
+// # Many tables
+//
+// A Catalog (catalog.go) mounts many tables found by name: directories
+// listed from a catalog (a Unity Catalog schema's tables, a catalog's
+// schemas, a Delta Sharing profile's shares and their schemas) above one
+// Root per table, each the tree above. A table is opened at the first
+// request inside its directory, the listings are read again every
+// refresh, and a table that cannot be opened answers EIO while the others
+// serve. Which locations are catalogs, and how they list, is package
+// table's (table.OpenCatalog); fs only shows what the listings say.
+//
 // latest moves only to a version whose snapshot builds (protocol accepted,
 // log intact): a newer version that does not is listed under version/
 // (reading under it fails with EIO and a log line), logged once per

@@ -163,13 +163,14 @@ func unescapeMountinfo(s string) string {
 	return b.String()
 }
 
-// Mount mounts root at dir after CheckMountpoint, and returns the server;
-// the caller runs root.Run and later server.Unmount.
-func Mount(dir string, root *Root, opts *fuse.MountOptions) (*fuse.Server, error) {
+// Mount mounts fsys (a Root or a Catalog) at dir after CheckMountpoint,
+// and returns the server; the caller runs fsys.Run and later
+// server.Unmount.
+func Mount(dir string, fsys fuse.RawFileSystem, opts *fuse.MountOptions) (*fuse.Server, error) {
 	if err := CheckMountpoint(dir); err != nil {
 		return nil, err
 	}
-	server, err := fuse.NewServer(root, dir, opts)
+	server, err := fuse.NewServer(fsys, dir, opts)
 	if err != nil {
 		return nil, err
 	}

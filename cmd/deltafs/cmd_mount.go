@@ -64,8 +64,8 @@ func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
 func newMountCmd() *cobra.Command {
 	var o mountOptions
 	c := &cobra.Command{
-		Use:   "mount TABLE MOUNTPOINT [flags]",
-		Short: "Mount every version of a table as sample files (foreground; Ctrl-C unmounts)",
+		Use:   "mount TABLE|CATALOG MOUNTPOINT [flags]",
+		Short: "Mount every version of a table, or of a catalog's tables, as sample files (foreground; Ctrl-C unmounts)",
 		Long: `Mount a Delta table read-only at MOUNTPOINT:
 
   MOUNTPOINT/
@@ -78,6 +78,21 @@ func newMountCmd() *cobra.Command {
         <id><ext>              one file per live row (or <class>/<id><ext> with --class-column)
     at/<time>                  link to the version current at <time> (Unix ms, RFC 3339 or as deltafs log prints it)
     .deltafs/stats             counters (JSON)
+
+A catalog location mounts many tables, each as TABLE/ holding the tree above:
+
+  uc://CATALOG.SCHEMA          MOUNTPOINT/TABLE/      (the schema's Delta tables)
+  uc://CATALOG                 MOUNTPOINT/SCHEMA/TABLE/
+  PROFILE.share                MOUNTPOINT/SHARE/SCHEMA/TABLE/
+  PROFILE.share#SHARE          MOUNTPOINT/SCHEMA/TABLE/
+
+A table is opened (and checked, as a table mount checks its one) only when a
+request enters its directory, so listing a schema reads no table's log; the
+listings are read again every --refresh (dropped tables answer ENOENT); a
+table that cannot be opened answers EIO with one log line while the others
+serve. The sample and cache flags apply to every table; point a loader at one
+table's shard (MOUNTPOINT/TABLE/latest/shard/K). --xattrs and --metrics-addr
+are refused there. See the README's "Browsing a catalog".
 
 The table, its latest version and the sample flags are checked before mounting
 (--image against the length of one value of the data column), and so is MOUNTPOINT:
@@ -119,6 +134,19 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 		if prefill, err = parseSize("--prefill", o.Prefill); err != nil {
 			return usageError{err}
 		}
+	}
+	// The flags' errors first, for a table and a catalog alike.
+	if _, err := o.specFlags.spec(); err != nil {
+		return usageError{err}
+	}
+	if _, err := o.cacheFlags.options(); err != nil {
+		return usageError{err}
+	}
+	if cat, ok, err := table.OpenCatalog(location, global.storage); ok {
+		if err != nil {
+			return err
+		}
+		return runCatalogMount(ctx, o, location, cat, mnt, prefill)
 	}
 	stk, err := openStack(ctx, location, &o.specFlags, &o.cacheFlags)
 	if err != nil {
@@ -223,6 +251,14 @@ func interruptedSignal(ctx context.Context) os.Signal {
 	return os.Interrupt
 }
 
+// mountStorage is what stopMount closes: a table's stack, or the tables
+// a catalog mount opened (catalogTables).
+type mountStorage interface {
+	CloseStorage() error
+	InFlight() int64
+	Close() error
+}
+
 // mountStopBudget bounds stopMount: unmounting, waiting for the requests in
 // flight and closing the cache. unmountBudget is the part spent on plain
 // unmounts before the mount point is detached lazily.
@@ -244,7 +280,7 @@ const (
 // stays busy; the serve loop (or, once detached, the storage calls in
 // flight) and the cache get what is left of the budget, and when requests
 // are still stuck in storage then, deltafs exits without them, saying so.
-func stopMount(mnt string, stk *stack, served <-chan struct{}, sig string) error {
+func stopMount(mnt string, stk mountStorage, served <-chan struct{}, sig string) error {
 	deadline := time.Now().Add(mountStopBudget)
 	slog.Info("unmounting", "mountpoint", mnt, "signal", sig)
 	_ = stk.CloseStorage()
@@ -302,7 +338,7 @@ func unmountOrDetach(mnt string, served <-chan struct{}) (detached bool, err err
 // drained waits until the serve loop has ended or, once the mount point is
 // detached (the loop then lasts as long as a file stays open under it),
 // until no storage call is in flight; false when deadline passed first.
-func drained(stk *stack, served <-chan struct{}, detached bool, deadline time.Time) bool {
+func drained(stk mountStorage, served <-chan struct{}, detached bool, deadline time.Time) bool {
 	timeout := time.NewTimer(time.Until(deadline))
 	defer timeout.Stop()
 	tick := time.NewTicker(20 * time.Millisecond)
@@ -322,7 +358,7 @@ func drained(stk *stack, served <-chan struct{}, detached bool, deadline time.Ti
 // closeWithin closes the stack, giving up after d (the cache's Close waits
 // for its fills, which a read stuck in the kernel holds): false when it
 // did not finish in time.
-func closeWithin(stk *stack, d time.Duration) bool {
+func closeWithin(stk mountStorage, d time.Duration) bool {
 	closed := make(chan struct{})
 	go func() {
 		_ = stk.Close()

@@ -180,6 +180,36 @@ func Start(t testing.TB, bin, table string, flags ...string) *Mount {
 // mount open (its poll probe), and a server killed then cannot exit (its
 // close waits for its own answer).
 func StartAt(bin, table, dir string, flags ...string) (*Mount, error) {
+	return startAt(bin, table, dir, "latest", flags)
+}
+
+// StartCatalog is Start for a catalog location (uc://CATALOG.SCHEMA,
+// PROFILE.share, ...): no MOUNT/latest, only the catalog's directories.
+func StartCatalog(t testing.TB, bin, location string, flags ...string) *Mount {
+	t.Helper()
+	RequireFUSE(t)
+	dir := Mountpoint(t)
+	m, err := startAt(bin, location, dir, "", flags)
+	if m != nil {
+		t.Cleanup(func() {
+			_ = m.Stop()
+			if Mounted(dir) {
+				Unmount(dir)
+			}
+			if t.Failed() {
+				t.Logf("mount log:\n%s", m.Log())
+			}
+		})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// startAt starts the mount and waits for the log line and, unless ready
+// is "", for MOUNT/ready.
+func startAt(bin, table, dir, ready string, flags []string) (*Mount, error) {
 	m := &Mount{Dir: dir, log: &testkit.SyncBuffer{}, exited: make(chan struct{})}
 	m.cmd = exec.Command(bin, append([]string{"mount", table, dir}, flags...)...)
 	m.cmd.Stdout, m.cmd.Stderr = m.log, m.log
@@ -189,7 +219,12 @@ func StartAt(bin, table, dir string, flags ...string) (*Mount, error) {
 	go func() { m.err = m.cmd.Wait(); close(m.exited) }()
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, err := os.Lstat(filepath.Join(dir, "latest")); err == nil && strings.Contains(m.Log(), "msg=mounted") {
+		up := Mounted(dir)
+		if ready != "" {
+			_, err := os.Lstat(filepath.Join(dir, ready))
+			up = err == nil
+		}
+		if up && strings.Contains(m.Log(), "msg=mounted") {
 			return m, nil
 		}
 		select {

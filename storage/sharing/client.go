@@ -27,9 +27,10 @@ import (
 // Client calls the sharing server for one table: Query Table Version and
 // Read Data from a Table, in the delta response format.
 type Client struct {
-	base string // endpoint + /shares/{share}/schemas/{schema}/tables/{table}
-	cred credentials
-	hc   *http.Client
+	endpoint string // the profile's endpoint (the listings' base)
+	base     string // endpoint + /shares/{share}/schemas/{schema}/tables/{table}
+	cred     credentials
+	hc       *http.Client
 	// timeout bounds a request's pauses: until its answer's headers, and
 	// between two reads of the body; the whole answer must come within
 	// answerTimeouts of it (bounds.go).
@@ -57,7 +58,7 @@ func NewClient(p Profile, n Name, hc *http.Client, timeout time.Duration) *Clien
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Client{base: base, cred: newCredentials(p, n.Profile, hc, timeout, slog.Default(), time.Now), hc: hc, timeout: timeout,
+	return &Client{endpoint: p.Endpoint, base: base, cred: newCredentials(p, n.Profile, hc, timeout, slog.Default(), time.Now), hc: hc, timeout: timeout,
 		maxBody: maxResponse, maxLine: maxLine, maxPages: maxPages, maxVersions: maxVersions,
 		plain: strings.HasPrefix(strings.ToLower(p.Endpoint), "http://")}
 }

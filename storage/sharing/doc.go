@@ -6,6 +6,12 @@
 //
 // # What it does
 //
+// A profile (PROFILE.share) or a share (PROFILE.share#SHARE) names many
+// tables: the listing endpoints (list.go: List Shares, List Schemas in a
+// Share, List Tables in a Schema, List all Tables in a Share, every page,
+// bounded) list them for a catalog mount (Browser, table.OpenCatalog),
+// each table then opened as PROFILE.share#share.schema.table.
+//
 // The share is presented as a read-only table directory (a
 // storage.Storage), so that log replay, samples and the mount are the
 // same as for a table on disk:

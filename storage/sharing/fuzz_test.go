@@ -102,3 +102,50 @@ func FuzzProfile(f *testing.F) {
 		}
 	})
 }
+
+// FuzzListing: whatever a sharing server answers to a listing, on however
+// many pages, ListTables returns within its bounds, never panics, and
+// either fails with one line that holds no token, or gives the items'
+// names, none empty; each name either makes a location that names that
+// very table back (Browser.Table) or is refused. The input is the pages,
+// separated by NUL bytes, as FuzzQuery's.
+func FuzzListing(f *testing.F) {
+	f.Add([]byte(`{"items":[{"name":"a","share":"s","schema":"d"},{"name":"b"}]}`))
+	f.Add([]byte(`{"items":[{"name":"a"}],"nextPageToken":"p1"}` + "\x00" + `{"items":[{"name":"x.y"},{"name":"../z"}]}`))
+	f.Add([]byte(`{"items":[],"nextPageToken":"same"}`))
+	f.Add([]byte(`{"items":[{"name":"t","schema":"other"}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		pages, calls := bytes.Split(body, []byte{0}), 0
+		hc := &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+			page := pages[min(calls, len(pages)-1)]
+			calls++
+			return &http.Response{StatusCode: 200, Body: io.NopCloser(bytes.NewReader(page)), Request: r}, nil
+		})}
+		c := NewClient(Profile{Endpoint: "http://sharing.test", BearerToken: "dss-secret-token"}, Name{}, hc, 2*time.Second)
+		start := time.Now()
+		names, err := c.ListTables(context.Background(), "s", "d")
+		if el := time.Since(start); el > 10*time.Second {
+			t.Fatalf("ListTables took %v", el)
+		}
+		if err != nil {
+			if msg := err.Error(); strings.ContainsAny(msg, "\n\r") || strings.Contains(msg, "dss-secret-token") || len(msg) > 2000 {
+				t.Fatalf("not one clean line: %q", msg)
+			}
+			return
+		}
+		b := &Browser{location: "p.share#s", profile: "p.share", share: "s", c: c}
+		for _, n := range names {
+			if n == "" {
+				t.Fatal("an empty name")
+			}
+			loc, err := b.Table([]string{"d", n})
+			if err != nil {
+				continue
+			}
+			got, perr := ParseLocation(loc)
+			if perr != nil || got.Share != "s" || got.Schema != "d" || got.Table != n {
+				t.Fatalf("%q names %+v (%v), not table %q", loc, got, perr, n)
+			}
+		}
+	})
+}

@@ -21,6 +21,10 @@
 // Queries can be answered asynchronously (SetAsync: asyncquery, Get Query
 // Info) and in pages (SetPageSize: endStreamAction.nextPageToken).
 //
+// The listing endpoints (List Shares, List Schemas in a Share, List
+// Tables in a Schema, List all Tables in a Share) serve the tables added,
+// in pages (list.go).
+//
 // Deviations: only the endpoints above; queries with startingVersion,
 // timestamp or predicates are answered 400 (deltafs sends none of them).
 package sharingtest
@@ -71,11 +75,15 @@ type Server struct {
 	tables map[string]*table // by lower-case share.schema.table
 
 	// Counters of file requests.
-	Served   atomic.Int64 // answered with data
-	Expired  atomic.Int64 // refused: the URL had expired
-	Refused  atomic.Int64 // refused: a bad signature
-	Queries  atomic.Int64 // query requests answered 200
-	InFlight atomic.Int64 // file requests being answered now
+	Served  atomic.Int64 // answered with data
+	Expired atomic.Int64 // refused: the URL had expired
+	Refused atomic.Int64 // refused: a bad signature
+	Queries atomic.Int64 // query requests answered 200
+	// TableRequests counts the requests to a table's endpoints (version,
+	// query, metadata): none while a client only lists.
+	TableRequests atomic.Int64
+	listing       listing      // list.go
+	InFlight      atomic.Int64 // file requests being answered now
 
 	fileDelay atomic.Int64 // nanoseconds every file answer waits
 	tamper    atomic.Pointer[func(key string, data []byte) []byte]
@@ -144,9 +152,10 @@ func (s *Server) SetTamper(tamper func(key string, data []byte) []byte) {
 }
 
 type table struct {
-	dir string
-	id  string
-	t   *snapshot.Table
+	dir                 string
+	id                  string
+	t                   *snapshot.Table
+	share, schema, name string // as added (listings)
 }
 
 // Start starts a server whose URLs live for lifetime; history is shared
@@ -278,7 +287,7 @@ func (s *Server) AddTable(t testing.TB, share, schema, name, dir string) {
 	tb, _ := snapshot.Open(context.Background(), st)
 	full := strings.ToLower(share + "." + schema + "." + name)
 	s.mu.Lock()
-	s.tables[full] = &table{dir: dir, id: hex.EncodeToString(randomBytes(8)), t: tb}
+	s.tables[full] = &table{dir: dir, id: hex.EncodeToString(randomBytes(8)), t: tb, share: share, schema: schema, name: name}
 	s.mu.Unlock()
 }
 
@@ -309,6 +318,12 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, Prefix+"/"), "/")
+	if s.listings(w, r, parts) {
+		return
+	}
+	if len(parts) == 7 {
+		s.TableRequests.Add(1)
+	}
 	if len(parts) != 7 || parts[0] != "shares" || parts[2] != "schemas" || parts[4] != "tables" {
 		writeError(w, http.StatusNotFound, "RESOURCE_DOES_NOT_EXIST", "No such endpoint.")
 		return
