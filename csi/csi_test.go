@@ -240,6 +240,7 @@ func TestMountServerDies(t *testing.T) {
 	cleanupTargets(t, a, b)
 	p := startPlugin(t, state)
 	defer p.stop()
+	held := fuseFDs(t)
 	attrs := map[string]string{"table": table(t)}
 	for _, tg := range []string{a, b} {
 		if err := p.publish("vol-"+filepath.Base(tg), tg, attrs, nil); err != nil {
@@ -264,13 +265,18 @@ func TestMountServerDies(t *testing.T) {
 	// Nothing of a was read before: every read must fail. (Bytes the
 	// kernel cached before the death are the version's true bytes and
 	// may still be served from its page cache.)
+	// The plugin holds the connection and answers EIO, the error a
+	// loader takes for the I/O error it is (not ENOTCONN).
 	for name := range want {
-		if _, err := os.ReadFile(filepath.Join(a, "latest", "shard", "0", name)); err == nil {
-			t.Fatalf("a read under the dead mount succeeded")
+		if _, err := os.ReadFile(filepath.Join(a, "latest", "shard", "0", name)); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("a read under the dead mount: %v, want EIO", err)
 		}
 	}
-	if _, err := os.ReadDir(a); err == nil {
-		t.Fatalf("a listing of the dead mount succeeded (a detached mount point shows an empty directory)")
+	if _, err := os.ReadDir(a); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("a listing of the dead mount: %v, want EIO (a detached mount point shows an empty directory)", err)
+	}
+	if _, err := os.Stat(filepath.Join(a, "latest")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("a stat under the dead mount: %v, want EIO", err)
 	}
 	if got := samples(t, b); len(got) != len(want) {
 		t.Errorf("the other volume: %d samples, want %d", len(got), len(want))
@@ -288,6 +294,81 @@ func TestMountServerDies(t *testing.T) {
 		if err := p.unpublish("vol-"+filepath.Base(tg), tg); err != nil {
 			t.Error(err)
 		}
+	}
+	// Every held connection is let go: the one answered after the death
+	// (its mount point detached at the new publish) and the live ones.
+	for deadline := time.Now().Add(5 * time.Second); fuseFDs(t) != held; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d /dev/fuse descriptors open after unpublish, %d before publish", fuseFDs(t), held)
+		}
+	}
+}
+
+// fuseFDs counts this process's descriptors open on /dev/fuse (the
+// plugin's held connections).
+func fuseFDs(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range entries {
+		if l, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name())); err == nil && l == "/dev/fuse" {
+			n++
+		}
+	}
+	return n
+}
+
+// A mount adopted by a restarted plugin is held too: its server's death
+// gives the pod EIO.
+func TestAdoptedMountServerDies(t *testing.T) {
+	state := t.TempDir()
+	target := filepath.Join(t.TempDir(), "pod", "volume")
+	cleanupTargets(t, target)
+	p := startPlugin(t, state)
+	attrs := map[string]string{"table": table(t)}
+	if err := p.publish("vol-1", target, attrs, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Names only: bytes read before the death may be served from the
+	// kernel's page cache after it.
+	want, err := os.ReadDir(filepath.Join(target, "latest", "shard", "0"))
+	if err != nil || len(want) == 0 {
+		t.Fatalf("listing the shard: %d names, %v", len(want), err)
+	}
+	pid := p.d.ms.byTarget[target].rec.PID
+	// The first plugin's process lives on here (it is this test): its
+	// connections are released as its exit would.
+	for _, m := range p.d.ms.byTarget {
+		if m.conn != nil {
+			m.conn.close(false)
+		}
+	}
+	p.stop()
+	p2 := startPlugin(t, state)
+	defer p2.stop()
+	if m := p2.d.ms.byTarget[target]; m == nil || m.conn == nil {
+		t.Fatalf("the restarted plugin did not adopt and hold the mount: %s", p2.log.String())
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(p2.log.String(), "a mount's server died") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no line says the server died: %s", p2.log.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, e := range want {
+		if _, err := os.ReadFile(filepath.Join(target, "latest", "shard", "0", e.Name())); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("a read under the dead adopted mount: %v, want EIO", err)
+		}
+	}
+	if err := p2.unpublish("vol-1", target); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -42,12 +42,15 @@
 // serves them, and forgets the records of those whose process is gone,
 // so the next publish remakes them. When a mount's process dies, the
 // plugin logs one line naming the volume and the target. The dead mount
-// point is left mounted: every access under it fails with ENOTCONN
-// ("Transport endpoint is not connected", what Linux answers for a FUSE
-// mount whose server is gone: an OSError in Python as EIO is), never
-// stale, partial or empty data; detaching it would show the pod the
-// empty directory below. The next publish of that target detaches it
-// and mounts again; the next unpublish detaches it.
+// point is left mounted, and every access under it fails with EIO, never
+// stale, partial or empty data: the plugin holds a clone of each mount's
+// FUSE connection (conn.go), which keeps the connection from ending with
+// its server, and answers every request on it with EIO once the server
+// is gone (without it, Linux answers ENOTCONN, "Transport endpoint is not
+// connected"). Detaching the mount point instead would show the pod the
+// empty directory below. The next publish of that target detaches it and
+// mounts again; the next unpublish detaches it. A server that dies while
+// no plugin runs leaves its mount answering ENOTCONN until then.
 //
 // # Idempotency
 //

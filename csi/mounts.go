@@ -44,6 +44,20 @@ type mount struct {
 	dir     string
 	exited  chan struct{} // closed when the process has ended
 	stopped bool          // ended by unpublish (under mounts.mu)
+	// conn holds the mount's FUSE connection, answered with EIO once
+	// the server died (conn.go); nil when it could not be held.
+	conn *heldConn
+}
+
+// hold clones m's FUSE connection; a failure costs only the error the
+// pod sees after a death of the server (ENOTCONN instead of EIO).
+func (ms *mounts) hold(m *mount) {
+	c, err := holdConn(m.rec.PID)
+	if err != nil {
+		ms.log.Warn("csi: cannot hold the mount's FUSE connection: if its server dies, the pod sees ENOTCONN rather than EIO", "volume", m.rec.VolumeID, "target", m.rec.Target, "err", err)
+		return
+	}
+	m.conn = c
 }
 
 // volumeDir is the state directory of the mount at target.
@@ -70,6 +84,7 @@ func (ms *mounts) adopt() {
 		}
 		if alive(rec.PID) && dfs.Mounted(rec.Target) {
 			m := &mount{rec: rec, dir: dir, exited: make(chan struct{})}
+			ms.hold(m)
 			ms.byTarget[rec.Target] = m
 			go ms.watchAdopted(m)
 			ms.log.Info("csi: adopted a mount of a previous run", "volume", rec.VolumeID, "target", rec.Target, "pid", rec.PID)
@@ -157,6 +172,7 @@ func (ms *mounts) launch(volumeID, target, dir string, spec mountSpec) (*mount, 
 		case <-tick.C:
 		}
 	}
+	ms.hold(m)
 	b, _ := json.Marshal(m.rec)
 	if err := os.WriteFile(filepath.Join(dir, "record.json"), b, 0o600); err != nil {
 		ms.stop(m)
@@ -168,8 +184,10 @@ func (ms *mounts) launch(volumeID, target, dir string, spec mountSpec) (*mount, 
 
 // watch logs one line when m's process ends other than by unpublish. The
 // dead mount point stays mounted, so that every access under it fails
-// (ENOTCONN): detached, it would show the pod the empty directory below
-// it, a dataset of no samples. The next publish or unpublish detaches it.
+// (EIO, answered on the held connection; ENOTCONN without it): detached,
+// it would show the pod the empty directory below it, a dataset of no
+// samples. The next publish or unpublish detaches it, which ends the
+// connection and the answering.
 func (ms *mounts) watch(m *mount) {
 	<-m.exited
 	ms.mu.Lock()
@@ -180,6 +198,9 @@ func (ms *mounts) watch(m *mount) {
 	ms.mu.Unlock()
 	if stopped {
 		return
+	}
+	if m.conn != nil {
+		go m.conn.answer()
 	}
 	ms.log.Error("csi: a mount's server died: the pod's reads fail until the volume is published again",
 		"volume", m.rec.VolumeID, "target", m.rec.Target, "pid", m.rec.PID, "last_line", lastLine(filepath.Join(m.dir, "mount.log")))
@@ -209,6 +230,9 @@ func (ms *mounts) stop(m *mount) {
 		<-m.exited
 	}
 	detach(m.rec.Target)
+	if m.conn != nil {
+		m.conn.close(false)
+	}
 	_ = os.RemoveAll(m.dir)
 }
 
