@@ -482,7 +482,7 @@ func (c *Catalog) slotLocked(k slotKey) (uint32, bool) {
 }
 
 // tableIno is the mount's id of node (kind, version, item) of table t.
-func (c *Catalog) tableIno(t, kind int, version, item int64) (uint64, bool) {
+func (c *Catalog) tableIno(t int, kind nodeKind, version, item int64) (uint64, bool) {
 	if version < 0 || version >= maxVersion || item < 0 || item >= maxItem {
 		return 0, false
 	}
@@ -507,7 +507,7 @@ func (c *Catalog) tableNode(id uint64) (int, node, bool) {
 	if id>>63 == 0 {
 		return 0, node{}, false
 	}
-	kind, s := int(id>>58&31), id>>32&(maxSlots-1)
+	kind, s := nodeKind(id>>58&31), id>>32&(maxSlots-1)
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if s >= uint64(len(c.slots)) || kind >= numKinds {

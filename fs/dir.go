@@ -41,7 +41,7 @@ func (r *Root) list(ctx context.Context, n node) (listing, syscall.Errno) {
 	switch n.kind {
 	case kindRoot:
 		names := []string{"version", "latest", "at", ".deltafs"}
-		kinds := []int{kindVersions, kindLatest, kindAtDir, kindMetaDir}
+		kinds := []nodeKind{kindVersions, kindLatest, kindAtDir, kindMetaDir}
 		return listing{n: 4, entry: func(i int) (string, node) { return names[i], node{kind: kinds[i]} }}, 0
 	case kindMetaDir:
 		return listing{n: 1, entry: func(int) (string, node) { return "stats", node{kind: kindStats} }}, 0
@@ -68,7 +68,7 @@ func (r *Root) list(ctx context.Context, n node) (listing, syscall.Errno) {
 	switch n.kind {
 	case kindVersion:
 		names := []string{"_commit.json", "_schema.json", "shard"}
-		kinds := []int{kindCommit, kindSchema, kindShards}
+		kinds := []nodeKind{kindCommit, kindSchema, kindShards}
 		return listing{n: 3, entry: func(i int) (string, node) { return names[i], node{kind: kinds[i], version: v} }}, 0
 	case kindShards:
 		// The shard folders, then their tar views.
@@ -199,7 +199,7 @@ func (r *Root) readDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEnt
 			if id, fits = r.ino(c.kind, c.version, c.item); !fits {
 				continue
 			}
-			mode = kindMode(c.kind)
+			mode = c.kind.mode()
 		}
 		de := fuse.DirEntry{Name: name, Mode: mode, Ino: id, Off: uint64(i + 1)}
 		if !plus {
@@ -240,8 +240,8 @@ func (r *Root) readDir(cancel <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEnt
 	return fuse.OK
 }
 
-// kindMode is the file type of a kind's nodes.
-func kindMode(kind int) uint32 {
+// mode is the file type of a kind's nodes.
+func (kind nodeKind) mode() uint32 {
 	switch kind {
 	case kindLatest, kindAt:
 		return syscall.S_IFLNK

@@ -17,24 +17,27 @@ import "github.com/hanwen/go-fuse/v2/fuse"
 // commits) has no number: its directory is not served (a log line says
 // so). A shard has at most 2^16 class folders (sample refuses more), and
 // a version at most 2^32 samples (sample.MaxSamples).
+// nodeKind is what a node is: the kinds below, one per place in the tree.
+type nodeKind uint8
+
 const (
-	kindRoot       = iota // MOUNT (node 1)
-	kindVersions          // MOUNT/version
-	kindLatest            // MOUNT/latest
-	kindAtDir             // MOUNT/at
-	kindMetaDir           // MOUNT/.deltafs
-	kindStats             // MOUNT/.deltafs/stats
-	kindVersion           // version/N
-	kindCommit            // version/N/_commit.json
-	kindSchema            // version/N/_schema.json
-	kindShards            // version/N/shard
-	kindShard             // version/N/shard/K (item K)
-	kindSampleList        // version/N/shard/K/_samples.tsv (item K)
-	kindClass             // version/N/shard/K/C (item K<<16 | class)
-	kindSample            // a sample file (item: number in the version)
-	kindAt                // at/<time> -> ../version/N
-	kindExtents           // version/N/shard/K/_extents.tsv (item K)
-	kindTar               // version/N/shard/K.tar (item K)
+	kindRoot       nodeKind = iota // MOUNT (node 1)
+	kindVersions                   // MOUNT/version
+	kindLatest                     // MOUNT/latest
+	kindAtDir                      // MOUNT/at
+	kindMetaDir                    // MOUNT/.deltafs
+	kindStats                      // MOUNT/.deltafs/stats
+	kindVersion                    // version/N
+	kindCommit                     // version/N/_commit.json
+	kindSchema                     // version/N/_schema.json
+	kindShards                     // version/N/shard
+	kindShard                      // version/N/shard/K (item K)
+	kindSampleList                 // version/N/shard/K/_samples.tsv (item K)
+	kindClass                      // version/N/shard/K/C (item K<<16 | class)
+	kindSample                     // a sample file (item: number in the version)
+	kindAt                         // at/<time> -> ../version/N
+	kindExtents                    // version/N/shard/K/_extents.tsv (item K)
+	kindTar                        // version/N/shard/K.tar (item K)
 	numKinds
 )
 
@@ -46,13 +49,13 @@ const (
 
 // node is a decoded node id.
 type node struct {
-	kind    int
+	kind    nodeKind
 	version int64
 	item    int64
 }
 
 // ino packs a node id; ok is false when the values do not fit.
-func ino(kind int, version, item int64) (uint64, bool) {
+func ino(kind nodeKind, version, item int64) (uint64, bool) {
 	if kind == kindRoot {
 		return fuse.FUSE_ROOT_ID, true
 	}
@@ -67,7 +70,7 @@ func decode(id uint64) (node, bool) {
 	if id == fuse.FUSE_ROOT_ID {
 		return node{kind: kindRoot}, true
 	}
-	n := node{kind: int(id >> 58), version: int64(id >> 32 & (maxVersion - 1)), item: int64(id & (maxItem - 1))}
+	n := node{kind: nodeKind(id >> 58 & 31), version: int64(id >> 32 & (maxVersion - 1)), item: int64(id & (maxItem - 1))}
 	if id>>63 != 0 || n.kind == kindRoot || n.kind >= numKinds {
 		return node{}, false
 	}
@@ -82,7 +85,7 @@ func shardOfClass(item int64) (k, c int) { return int(item >> 16), int(item & (m
 
 // ino packs the node id of one of r's nodes: ino's, or under a Catalog
 // the mount's id for it (Catalog.tableIno).
-func (r *Root) ino(kind int, version, item int64) (uint64, bool) {
+func (r *Root) ino(kind nodeKind, version, item int64) (uint64, bool) {
 	if r.ids == nil {
 		return ino(kind, version, item)
 	}
@@ -90,7 +93,7 @@ func (r *Root) ino(kind int, version, item int64) (uint64, bool) {
 }
 
 // mustIno is r.ino for nodes whose values always fit.
-func (r *Root) mustIno(kind int, version, item int64) uint64 {
+func (r *Root) mustIno(kind nodeKind, version, item int64) uint64 {
 	n, _ := r.ino(kind, version, item)
 	return n
 }
