@@ -21,7 +21,7 @@ FUZZ_TARGETS := \
 	./snapshot FuzzCheckpointCrossCheck \
 	./internal/pqcheck FuzzDataFile \
 	./extents FuzzParseList \
-	./fs FuzzParseName \
+	./fusefs FuzzParseName \
 	./sample FuzzEscapeName \
 	./internal/oneline FuzzOf \
 	./filter FuzzFilter \

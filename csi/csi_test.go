@@ -21,8 +21,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	dfs "github.com/deltafs/deltafs/fs"
-	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/fusefs"
+	"github.com/deltafs/deltafs/fusefs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
 )
 
@@ -126,7 +126,7 @@ func (p *plugin) unpublish(vol, target string) error {
 func cleanupTargets(t *testing.T, targets ...string) {
 	t.Cleanup(func() {
 		for _, tg := range targets {
-			if dfs.Mounted(tg) {
+			if fusefs.Mounted(tg) {
 				mounttest.Unmount(tg)
 			}
 		}
@@ -425,7 +425,7 @@ func TestPublishFailsWithTheMountsError(t *testing.T) {
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "no-such-table") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("%v, want FailedPrecondition naming the table in one line", err)
 	}
-	if dfs.Mounted(target) {
+	if fusefs.Mounted(target) {
 		t.Error("the target is mounted after a failed publish")
 	}
 	// Nothing is left in the state directory: no record, no secret file.

@@ -22,7 +22,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/fusefs"
 )
 
 // Name is the plugin's name, the CSIDriver object's.
@@ -347,7 +347,7 @@ func (d *Driver) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVo
 		detach(target)
 		_ = os.RemoveAll(d.ms.volumeDir(target))
 	}
-	if dfs.Mounted(target) {
+	if fusefs.Mounted(target) {
 		return nil, status.Errorf(codes.Internal, "target %s is still mounted (not by deltafs?)", target)
 	}
 	if err := os.Remove(target); err != nil && !errors.Is(err, os.ErrNotExist) {

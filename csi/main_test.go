@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/fusefs/mounttest"
 )
 
 // TestMain removes the deltafs binary the tests built.

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/fusefs"
 )
 
 // record is a publish, as kept in the state directory: what lets a
@@ -82,7 +82,7 @@ func (ms *mounts) adopt() {
 			_ = os.RemoveAll(dir)
 			continue
 		}
-		if alive(rec.PID) && dfs.Mounted(rec.Target) {
+		if alive(rec.PID) && fusefs.Mounted(rec.Target) {
 			m := &mount{rec: rec, dir: dir, exited: make(chan struct{})}
 			ms.hold(m)
 			ms.byTarget[rec.Target] = m
@@ -114,8 +114,8 @@ func alive(pid int) bool {
 
 // detach unmounts target lazily if it is a deltafs mount.
 func detach(target string) {
-	if m, ok, _ := dfs.FindMount(target); ok && m.FSType == dfs.FSType {
-		_ = dfs.Unmount(target, true)
+	if m, ok, _ := fusefs.FindMount(target); ok && m.FSType == fusefs.FSType {
+		_ = fusefs.Unmount(target, true)
 	}
 }
 
@@ -160,7 +160,7 @@ func (ms *mounts) launch(volumeID, target, dir string, spec mountSpec) (*mount, 
 	deadline := time.After(ms.ready)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
-	for !dfs.Mounted(target) {
+	for !fusefs.Mounted(target) {
 		select {
 		case <-m.exited:
 			return nil, fmt.Errorf("%s", lastLine(logPath))

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/fusefs/mounttest"
 )
 
 // TestMain removes the deltafs binary the tests build.

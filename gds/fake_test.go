@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/deltafs/deltafs/extents"
-	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/fusefs/mounttest"
 	"github.com/ebitengine/purego"
 )
 

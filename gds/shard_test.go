@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/extents"
-	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/fusefs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
 )
 

@@ -40,7 +40,7 @@ var layers = []struct {
 	// gds reads the disk cache's files where their extents say.
 	{"cache", []string{"cache", "gds"}},
 	{"table", []string{"table"}},
-	{"fs", []string{"fs"}},
+	{"fusefs", []string{"fusefs"}},
 	{"commands", []string{"cmd", "csi", "bench", "e2e", "examples", "deploy"}},
 }
 
@@ -138,7 +138,7 @@ func TestLayeringCatches(t *testing.T) {
 		"storage":             {"internal/lru"},
 		"snapshot":            {"storage", "internal/flight"},
 		"extents/materialize": {"cache", "extents", "sample"},
-		"internal/mounttest":  {"fs", "internal/testkit"},
+		"internal/mounttest":  {"fusefs", "internal/testkit"},
 		"cache/materialize":   {"cache", "sample"},
 		"storage/sharing":     {"snapshot"},
 		"sample/sampletest":   {"sample", "snapshot"},
@@ -148,7 +148,7 @@ func TestLayeringCatches(t *testing.T) {
 	for _, want := range []string{
 		"extents/materialize (helpers) imports cache (cache), which stands above it",
 		"extents/materialize (helpers) imports sample (sample), which stands above it",
-		"internal/mounttest (helpers) imports fs (fs), which stands above it",
+		"internal/mounttest (helpers) imports fusefs (fusefs), which stands above it",
 		"newthing stands in no layer",
 	} {
 		if !strings.Contains(got, want) {

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/cache"
-	dfs "github.com/deltafs/deltafs/fs"
-	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/fusefs"
+	"github.com/deltafs/deltafs/fusefs/mounttest"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
@@ -166,7 +166,7 @@ func TestCancelledReadStopsStorage(t *testing.T) {
 // kernel read-ahead, which is never interrupted).
 func TestInterruptedFUSEReadStopsStorage(t *testing.T) {
 	tb, gate := openGated(t)
-	root, err := dfs.NewRoot(t.Context(), dfs.Options{Samples: tb.Samples})
+	root, err := fusefs.NewRoot(t.Context(), fusefs.Options{Samples: tb.Samples})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // or a schema of Unity Catalog (uc://CATALOG, uc://CATALOG.SCHEMA), a
 // Delta Sharing profile or one of its shares (PROFILE.share,
 // PROFILE.share#SHARE). It
-// lists the names from the mount down to its tables (fs.Catalog shows
+// lists the names from the mount down to its tables (fusefs.Catalog shows
 // them as directories) and names each table as a location Open opens, so
 // every table of a catalog is opened as a single table would be, with its
 // own credentials and their renewal.

@@ -93,7 +93,7 @@ func (f *file) Open(ctx context.Context, flags uint32) (fs.FileHandle, uint32, s
 
 func (f *file) Flush(ctx context.Context, fh fs.FileHandle) syscall.Errno { return syscall.ENOSYS }
 
-// Ioctl answers ENOTTY at once, as deltafs does (fs/nodes.go): Linux
+// Ioctl answers ENOTTY at once, as deltafs does (fusefs/nodes.go): Linux
 // forwards every ioctl on a FUSE file, and CPython's open() asks isatty
 // (TCGETS) of every file it opens buffered, so both servers must answer the
 // same for the round trip to compare.

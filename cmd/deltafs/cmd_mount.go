@@ -14,7 +14,7 @@ import (
 
 	"github.com/deltafs/deltafs/cache/materialize"
 	"github.com/deltafs/deltafs/extents"
-	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/fusefs"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/remote"
 	"github.com/deltafs/deltafs/table"
@@ -46,7 +46,7 @@ func (o *mountOptions) AddFlags(f *pflag.FlagSet) {
 	o.specFlags.addFlags(f)
 	f.DurationVar(&o.Refresh, "refresh", 10*time.Second, "how often to look for new commits (also the kernel timeout of latest, version/ and at/)")
 	f.DurationVar(&o.Immutable, "immutable-timeout", 24*time.Hour, "kernel entry/attribute timeout under version/N (versions never change)")
-	f.Int64Var(&o.KernelInodes, "kernel-inodes", dfs.DefaultKernelInodes, "listings give entries their attributes (sparing a first open its LOOKUP) while the kernel holds fewer than this many of the mount's inodes, about 1.1 KiB of kernel memory each; past it, names only (0: names only, always)")
+	f.Int64Var(&o.KernelInodes, "kernel-inodes", fusefs.DefaultKernelInodes, "listings give entries their attributes (sparing a first open its LOOKUP) while the kernel holds fewer than this many of the mount's inodes, about 1.1 KiB of kernel memory each; past it, names only (0: names only, always)")
 	f.BoolVar(&o.Overlay, "overlay", true, "as root, stack a read-only overlayfs on each version directory read (and latest's), so that Python's isatty on every open() is answered in the kernel instead of an IOCTL round trip (not root: one warning line, and the mount goes on without them; --overlay=false: never; see the README for what it changes)")
 	f.StringVar(&o.Prefill, "prefill", "auto", "push up to this many sample bytes into the kernel's page cache ahead of the reader after each listing, over the mount's life (auto: an eighth of memory, at most 8GiB; 0: none)")
 	o.cacheFlags.addFlags(f)
@@ -120,15 +120,15 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	if o.Xattrs && o.CacheDir == "none" {
 		return usageError{errors.New("--xattrs needs a disk cache: the extents lie in it (drop --cache-dir none)")}
 	}
-	if err := dfs.CheckMountpoint(mnt); err != nil {
+	if err := fusefs.CheckMountpoint(mnt); err != nil {
 		return err
 	}
 	if !o.Nonempty {
-		if err := dfs.CheckEmpty(mnt); err != nil {
+		if err := fusefs.CheckEmpty(mnt); err != nil {
 			return err
 		}
 	}
-	prefill := dfs.DefaultPrefill()
+	prefill := fusefs.DefaultPrefill()
 	if o.Prefill != "auto" {
 		var err error
 		if prefill, err = parseSize("--prefill", o.Prefill); err != nil {
@@ -158,8 +158,8 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 			stk.Close() // stopMount closes it, within its bound
 		}
 	}()
-	var root *dfs.Root
-	rootOpts := dfs.Options{
+	var root *fusefs.Root
+	rootOpts := fusefs.Options{
 		Samples: stk.Samples, Refresh: o.Refresh, Immutable: o.Immutable, KernelInodes: kernelInodes(o.KernelInodes),
 		Prefill: prefill,
 		Stats:   func() any { return mountStats(root, stk.Table) },
@@ -171,7 +171,7 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 		}
 		rootOpts.Xattrs = o.Xattrs
 	}
-	root, err = dfs.NewRoot(ctx, rootOpts)
+	root, err = fusefs.NewRoot(ctx, rootOpts)
 	if err != nil {
 		return table.WithLocation(location, err)
 	}
@@ -183,7 +183,7 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 		defer stop()
 		slog.Info("serving metrics", "url", "http://"+bound+"/metrics")
 	}
-	server, err := dfs.Mount(mnt, root, root.MountOptions(stk.Store.Location(), o.AllowOther, o.Debug))
+	server, err := fusefs.Mount(mnt, root, root.MountOptions(stk.Store.Location(), o.AllowOther, o.Debug))
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", mnt, err)
 	}
@@ -223,7 +223,7 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 	// A forced exit (a second signal, or exitGrace passed) detaches the
 	// mount point rather than leave a dead mount behind.
 	defer atForcedExit(func() {
-		if dfs.Mounted(mnt) {
+		if fusefs.Mounted(mnt) {
 			_ = runUnmount(mnt, true)
 		}
 	})()
@@ -302,16 +302,16 @@ func stopMount(mnt string, stk mountStorage, served <-chan struct{}, sig string)
 // the serve loop) until the last open file closes: after a lazy detach, or
 // an unmount from outside (perhaps lazy).
 func unmountOrDetach(mnt string, served <-chan struct{}) (detached bool, err error) {
-	if !dfs.Mounted(mnt) {
+	if !fusefs.Mounted(mnt) {
 		return true, nil
 	}
 	busyUntil := time.Now().Add(unmountBudget)
-	for attempt := 0; dfs.Mounted(mnt); attempt++ {
+	for attempt := 0; fusefs.Mounted(mnt); attempt++ {
 		err := runUnmount(mnt, false)
 		if err == nil {
 			return false, nil
 		}
-		busy := errors.Is(err, dfs.ErrBusy)
+		busy := errors.Is(err, fusefs.ErrBusy)
 		if !busy || time.Now().After(busyUntil) {
 			if lerr := runUnmount(mnt, true); lerr != nil {
 				return false, fmt.Errorf("%v; lazy unmount: %v", err, lerr)
@@ -372,7 +372,7 @@ func closeWithin(stk mountStorage, d time.Duration) bool {
 	}
 }
 
-// kernelInodes turns --kernel-inodes into fs.Options.KernelInodes (whose
+// kernelInodes turns --kernel-inodes into fusefs.Options.KernelInodes (whose
 // 0 means the default and negative means none).
 func kernelInodes(n int64) int64 {
 	if n <= 0 {
@@ -385,7 +385,7 @@ func kernelInodes(n int64) int64 {
 // by the table's storage; data_bytes_read and data_reads, the names the
 // page fetcher's own count had, are kept and give the same data-file
 // figures.
-func mountStats(root *dfs.Root, t *table.Table) any {
+func mountStats(root *fusefs.Root, t *table.Table) any {
 	out := root.DefaultStats()
 	fs := t.Fetcher.Stats()
 	n := t.Counts()

@@ -8,13 +8,13 @@ import (
 	"log/slog"
 	"sync"
 
-	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/fusefs"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/table"
 )
 
 // runCatalogMount mounts a catalog location (table.OpenCatalog): its
-// listings as directories above its tables (fs.Catalog), each table opened
+// listings as directories above its tables (fusefs.Catalog), each table opened
 // at first use by openStack, as a table mount opens its one, with the
 // same sample and cache flags.
 func runCatalogMount(ctx context.Context, o *mountOptions, location string, cat table.Catalog, mnt string, prefill int64) error {
@@ -25,8 +25,8 @@ func runCatalogMount(ctx context.Context, o *mountOptions, location string, cat 
 		return usageError{errors.New("--metrics-addr is not served by a catalog mount: mount the table itself")}
 	}
 	tables := &catalogTables{open: map[*stack]bool{}}
-	c, err := dfs.NewCatalog(ctx, dfs.CatalogOptions{
-		Table: dfs.Options{Refresh: o.Refresh, Immutable: o.Immutable, KernelInodes: kernelInodes(o.KernelInodes), Prefill: prefill,
+	c, err := fusefs.NewCatalog(ctx, fusefs.CatalogOptions{
+		Table: fusefs.Options{Refresh: o.Refresh, Immutable: o.Immutable, KernelInodes: kernelInodes(o.KernelInodes), Prefill: prefill,
 			Logger: slog.Default()},
 		Name:     location,
 		PathName: cat.Name,
@@ -48,7 +48,7 @@ func runCatalogMount(ctx context.Context, o *mountOptions, location string, cat 
 		return err
 	}
 	tables.cat = c
-	server, err := dfs.Mount(mnt, c, c.MountOptions(location, o.AllowOther, o.Debug))
+	server, err := fusefs.Mount(mnt, c, c.MountOptions(location, o.AllowOther, o.Debug))
 	if err != nil {
 		_ = c.Close()
 		return fmt.Errorf("mount %s: %w", mnt, err)
@@ -60,7 +60,7 @@ func runCatalogMount(ctx context.Context, o *mountOptions, location string, cat 
 	served := make(chan struct{})
 	go func() { server.Wait(); close(served) }()
 	defer atForcedExit(func() {
-		if dfs.Mounted(mnt) {
+		if fusefs.Mounted(mnt) {
 			_ = runUnmount(mnt, true)
 		}
 	})()
@@ -80,7 +80,7 @@ func runCatalogMount(ctx context.Context, o *mountOptions, location string, cat 
 
 // catalogTables are the tables a catalog mount holds open, for stopMount.
 type catalogTables struct {
-	cat  *dfs.Catalog
+	cat  *fusefs.Catalog
 	mu   sync.Mutex
 	open map[*stack]bool
 }
@@ -126,7 +126,7 @@ func (ts *catalogTables) InFlight() int64 {
 	return n
 }
 
-// Close releases every table (fs.Catalog.Close).
+// Close releases every table (fusefs.Catalog.Close).
 func (ts *catalogTables) Close() error { return ts.cat.Close() }
 
 type closerFunc func() error

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/fusefs"
 )
 
 func init() { rootCmd.AddCommand(newUnmountCmd()) }
@@ -33,20 +33,20 @@ Exit status: 0 when MOUNTPOINT is no longer mounted, 1 on any error, 2 on bad us
 }
 
 func runUnmount(dir string, lazy bool) error {
-	// Refuse anything but a deltafs mount: as root, dfs.Unmount's umount(2) would
+	// Refuse anything but a deltafs mount: as root, fusefs.Unmount's umount(2) would
 	// unmount whatever is there. Found in mountinfo, not by a stat, so
 	// that a stale mount (ENOTCONN) still qualifies.
-	m, ok, err := dfs.FindMount(dir)
+	m, ok, err := fusefs.FindMount(dir)
 	switch {
 	case err != nil:
 		return fmt.Errorf("unmount %s: %w", dir, err)
 	case !ok:
 		return fmt.Errorf("unmount %s: not a mount point", dir)
-	case m.FSType != dfs.FSType:
+	case m.FSType != fusefs.FSType:
 		return fmt.Errorf("unmount %s: not a deltafs mount (%s from %s); refusing to unmount it", dir, m.FSType, m.Source)
 	}
-	err = dfs.Unmount(dir, lazy)
-	if errors.Is(err, dfs.ErrBusy) {
+	err = fusefs.Unmount(dir, lazy)
+	if errors.Is(err, fusefs.ErrBusy) {
 		return fmt.Errorf("%w; close them, or detach it now with --lazy", err)
 	}
 	return err

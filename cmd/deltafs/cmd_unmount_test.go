@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	dfs "github.com/deltafs/deltafs/fs"
-	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/fusefs"
+	"github.com/deltafs/deltafs/fusefs/mounttest"
 )
 
 // TestUnmountRefusesOthers: `deltafs unmount` (run as root, where umount(2)
@@ -49,9 +49,9 @@ func TestUnmountRefusesOthers(t *testing.T) {
 	bin := mounttest.Binary(t)
 	table := "../../testdata/delta/dat-basic_append"
 	m := mounttest.Start(t, bin, table, "--cache-dir", "none")
-	info, ok, err := dfs.FindMount(m.Dir)
-	if err != nil || !ok || info.FSType != dfs.FSType {
-		t.Fatalf("mountinfo of a deltafs mount: %+v %v %v, want type %s", info, ok, err, dfs.FSType)
+	info, ok, err := fusefs.FindMount(m.Dir)
+	if err != nil || !ok || info.FSType != fusefs.FSType {
+		t.Fatalf("mountinfo of a deltafs mount: %+v %v %v, want type %s", info, ok, err, fusefs.FSType)
 	}
 	if abs, _ := filepath.Abs(table); info.Source != abs {
 		t.Errorf("mount source %q, want the table %q", info.Source, abs)

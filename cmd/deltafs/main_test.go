@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/fusefs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
 )
 

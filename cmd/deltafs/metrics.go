@@ -12,13 +12,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	dfs "github.com/deltafs/deltafs/fs"
+	"github.com/deltafs/deltafs/fusefs"
 )
 
 // metricsRegistry is a private registry with what a mount counts: the
 // cache's collectors, the storage and page-fetch counters, the sample
 // layer's counters, the prefill's, FUSE read latency, and the Go runtime.
-func metricsRegistry(stk *stack, root *dfs.Root) *prometheus.Registry {
+func metricsRegistry(stk *stack, root *fusefs.Root) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(stk.Cache.Collectors()...)

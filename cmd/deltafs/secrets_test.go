@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/catalog/unity/unitytest"
-	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/fusefs/mounttest"
 	"github.com/deltafs/deltafs/storage/azstore/aztest"
 )
 

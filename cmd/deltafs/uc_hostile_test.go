@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/deltafs/deltafs/catalog/unity/unitytest"
-	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/fusefs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
 )
 

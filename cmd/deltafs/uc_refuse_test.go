@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/deltafs/deltafs/fs/mounttest"
+	"github.com/deltafs/deltafs/fusefs/mounttest"
 )
 
 // TestUCRefuses: a wrong token, a missing table, a revoked grant and no
