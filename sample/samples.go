@@ -13,7 +13,7 @@ import (
 	"github.com/deltafs/deltafs/snapshot"
 )
 
-// Table is what the sample layer needs of a Delta table; *snapshot.Table
+// Table is what the sample layer needs of a Delta table; *snapshot.Log
 // implements it.
 type Table interface {
 	// Versions lists the readable versions, oldest first, listing the log

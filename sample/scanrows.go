@@ -9,7 +9,7 @@ import (
 
 // ScanRows returns the Rows implementation backed by package scan: the same
 // decoding (and JSON rendering, scan.AppendJSON) as `deltafs cat`.
-func ScanRows(t *snapshot.Table) (Rows, error) { return scanRows{}, nil }
+func ScanRows(t *snapshot.Log) (Rows, error) { return scanRows{}, nil }
 
 type scanRows struct{}
 

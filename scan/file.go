@@ -68,7 +68,7 @@ func FileRowCount(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddF
 }
 
 // FooterRows counts rows from Parquet footers in st, for
-// snapshot.Table.History on tables whose adds lack numRecords.
+// snapshot.Log.History on tables whose adds lack numRecords.
 func FooterRows(st storage.Storage) snapshot.FileRows {
 	return func(ctx context.Context, key string, size int64) (int64, error) {
 		r, err := openParquet(ctx, st, key, size, -1, key)

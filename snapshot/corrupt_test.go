@@ -20,7 +20,7 @@ import (
 
 // checkReadable checks that every listed version reads as EXPECTED says
 // (files, and rows where the log has statistics).
-func checkReadable(t *testing.T, tbl *Table, name string, versions ...int64) {
+func checkReadable(t *testing.T, tbl *Log, name string, versions ...int64) {
 	t.Helper()
 	e := loadExpected(t)[name]
 	for _, v := range versions {
@@ -35,7 +35,7 @@ func checkReadable(t *testing.T, tbl *Table, name string, versions ...int64) {
 	}
 }
 
-func checkFails(t *testing.T, tbl *Table, target error, file string, versions ...int64) {
+func checkFails(t *testing.T, tbl *Log, target error, file string, versions ...int64) {
 	t.Helper()
 	for _, v := range versions {
 		_, err := tbl.Snapshot(context.Background(), v)

@@ -57,7 +57,7 @@ func deletionVectorKey(root string, dv *DeletionVector) (string, error) {
 
 // deletedRows loads, checks and caches the deletion vector of f. It
 // returns a copy: callers may modify it.
-func (t *Table) deletedRows(ctx context.Context, v int64, f *AddFile) (*roaring64.Bitmap, error) {
+func (t *Log) deletedRows(ctx context.Context, v int64, f *AddFile) (*roaring64.Bitmap, error) {
 	dv := f.DeletionVector
 	id := dv.UniqueID()
 	t.mu.Lock()
@@ -90,7 +90,7 @@ func (t *Table) deletedRows(ctx context.Context, v int64, f *AddFile) (*roaring6
 
 // loadDV reads and decodes a descriptor's vector; key is the file read
 // ("" for inline vectors).
-func (t *Table) loadDV(ctx context.Context, dv *DeletionVector) (bm *roaring64.Bitmap, key string, err error) {
+func (t *Log) loadDV(ctx context.Context, dv *DeletionVector) (bm *roaring64.Bitmap, key string, err error) {
 	if dv.StorageType == "i" {
 		bm, err := decodeInlineDV(dv)
 		return bm, "", err

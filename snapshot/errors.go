@@ -111,7 +111,7 @@ func (e *UnsupportedFeatureError) Error() string {
 
 // tableErr wraps err as an *Error of table t at version v about file. An
 // err that already is an *Error is returned as it is.
-func (t *Table) err(version int64, file string, err error) error {
+func (t *Log) err(version int64, file string, err error) error {
 	if err == nil {
 		return nil
 	}

@@ -15,7 +15,7 @@ import (
 
 func logFilePath(dir string, name string) string { return filepath.Join(dir, "_delta_log", name) }
 
-func mustOpen(t testing.TB, st storage.Storage, opts ...Options) *Table {
+func mustOpen(t testing.TB, st storage.Storage, opts ...Options) *Log {
 	t.Helper()
 	var o Options
 	if len(opts) > 0 {
@@ -28,7 +28,7 @@ func mustOpen(t testing.TB, st storage.Storage, opts ...Options) *Table {
 	return tbl
 }
 
-func mustSnapshot(t testing.TB, tbl *Table, v int64) *Snapshot {
+func mustSnapshot(t testing.TB, tbl *Log, v int64) *Snapshot {
 	t.Helper()
 	s, err := tbl.Snapshot(context.Background(), v)
 	if err != nil {

@@ -31,7 +31,7 @@ import (
 // has been read (in-commit-timestamp versions, or after History or
 // Snapshot of the version) and empty otherwise: a Snapshot's CommitInfo
 // has them.
-func (t *Table) Versions(ctx context.Context) ([]VersionInfo, error) {
+func (t *Log) Versions(ctx context.Context) ([]VersionInfo, error) {
 	lst, err := t.refresh(ctx)
 	if err != nil {
 		return nil, err
@@ -48,7 +48,7 @@ func (t *Table) Versions(ctx context.Context) ([]VersionInfo, error) {
 // Earliest is the earliest readable version: 0 for a log that starts at
 // version 0 without gaps, else the oldest checkpoint after which the
 // commits run without a gap to the newest reachable version.
-func (t *Table) Earliest(ctx context.Context) (int64, error) {
+func (t *Log) Earliest(ctx context.Context) (int64, error) {
 	lst, err := t.fullListing(ctx)
 	if err != nil {
 		return -1, err
@@ -57,7 +57,7 @@ func (t *Table) Earliest(ctx context.Context) (int64, error) {
 }
 
 // earliestOf is Earliest in the listing lst (from version 0).
-func (t *Table) earliestOf(lst *logListing) (int64, error) {
+func (t *Log) earliestOf(lst *logListing) (int64, error) {
 	e := lst.earliest(t.isUntrusted)
 	if e < 0 {
 		_, file, _, err := lst.segmentFor(lst.latest, t.isUntrusted)
@@ -70,7 +70,7 @@ func (t *Table) earliestOf(lst *logListing) (int64, error) {
 }
 
 // versionInfos describes every readable version of the listing.
-func (t *Table) versionInfos(ctx context.Context, lst *logListing) ([]VersionInfo, error) {
+func (t *Log) versionInfos(ctx context.Context, lst *logListing) ([]VersionInfo, error) {
 	if lst.from > 0 {
 		var err error
 		if lst, err = t.fullListing(ctx); err != nil {
@@ -219,7 +219,7 @@ type FileRows func(ctx context.Context, key string, size int64) (int64, error)
 // rows is -1, unless count is given: then that file's rows are counted once
 // from the file itself (less its deletion vector's cardinality), and an
 // unreadable file is an error naming the version and file.
-func (t *Table) History(ctx context.Context, count FileRows, fn func(VersionStats) error) error {
+func (t *Log) History(ctx context.Context, count FileRows, fn func(VersionStats) error) error {
 	if _, err := t.refresh(ctx); err != nil {
 		return err
 	}
@@ -328,7 +328,7 @@ func (s *Snapshot) info() VersionInfo {
 // historyState is the live file set while walking versions, with running
 // row counts.
 type historyState struct {
-	t       *Table
+	t       *Log
 	files   map[fileID]*AddFile
 	known   int64 // live rows of files whose rows are known
 	unknown int   // live files without numRecords and not counted
@@ -337,7 +337,7 @@ type historyState struct {
 	physical map[string]int64 // data file path -> rows counted by count
 }
 
-func newHistoryState(t *Table, count FileRows) *historyState {
+func newHistoryState(t *Log, count FileRows) *historyState {
 	return &historyState{t: t, files: make(map[fileID]*AddFile), count: count, physical: make(map[string]int64)}
 }
 

@@ -12,7 +12,7 @@ import (
 // polling (a commit not visible yet while a newer one is) is listed again
 // until it fills, and never hides the versions before it.
 
-func versionNumbers(t *testing.T, tbl *Table) []int64 {
+func versionNumbers(t *testing.T, tbl *Log) []int64 {
 	t.Helper()
 	vs, err := tbl.Versions(context.Background())
 	if err != nil {

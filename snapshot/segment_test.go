@@ -49,7 +49,7 @@ func rowsAt(v int64) (files int, rows int64) {
 	return
 }
 
-func checkSimple(t *testing.T, tbl *Table, v int64) *Snapshot {
+func checkSimple(t *testing.T, tbl *Log, v int64) *Snapshot {
 	t.Helper()
 	s := mustSnapshot(t, tbl, v)
 	files, rows := rowsAt(v)

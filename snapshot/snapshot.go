@@ -19,7 +19,7 @@ type VersionInfo struct {
 // Snapshot is the table at one version. Immutable; AddFile pointers are
 // shared between snapshots of the same table and must not be modified.
 type Snapshot struct {
-	Table      *Table
+	Table      *Log
 	Version    int64
 	Timestamp  time.Time // commit time used for time travel
 	Protocol   Protocol

@@ -64,11 +64,11 @@ func (o *Options) fill() {
 	}
 }
 
-// Table is an opened Delta table. It caches what it has read of the log
+// Log is an opened Delta table's log. It caches what it has read of the log
 // (the listing, parsed commits and checkpoints, built snapshots), so
 // snapshots of many versions share work and AddFile pointers. Safe for
 // concurrent use: concurrent requests for one version build it once.
-type Table struct {
+type Log struct {
 	st     storage.Storage
 	opts   Options
 	intern interner
@@ -111,14 +111,14 @@ type Table struct {
 // protocol) or damaged (a corrupt commit or checkpoint, a missing sidecar,
 // a gap) does not fail Open while an older version can be read: Snapshot
 // of the latest fails with the reason, older versions stay readable.
-func Open(ctx context.Context, st storage.Storage) (*Table, error) {
+func Open(ctx context.Context, st storage.Storage) (*Log, error) {
 	return OpenWithOptions(ctx, st, Options{})
 }
 
 // OpenWithOptions is Open with options.
-func OpenWithOptions(ctx context.Context, st storage.Storage, opts Options) (*Table, error) {
+func OpenWithOptions(ctx context.Context, st storage.Storage, opts Options) (*Log, error) {
 	opts.fill()
-	t := &Table{
+	t := &Log{
 		st:        st,
 		opts:      opts,
 		builds:    flight.Group[int64, *Snapshot]{Finish: true},
@@ -193,25 +193,25 @@ func isDamage(err error) bool {
 }
 
 // Storage is the table's storage.
-func (t *Table) Storage() storage.Storage { return t.st }
+func (t *Log) Storage() storage.Storage { return t.st }
 
 // Location is the table's location, for messages.
-func (t *Table) Location() string { return t.st.Location() }
+func (t *Log) Location() string { return t.st.Location() }
 
-func (t *Table) listing() *logListing {
+func (t *Log) listing() *logListing {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.lst
 }
 
 // Latest is the latest version as of the last listing of the log.
-func (t *Table) Latest() int64 { return t.listing().latest }
+func (t *Log) Latest() int64 { return t.listing().latest }
 
 // Refresh lists the log for new commits (from the oldest pending gap, else
 // from the latest known version) and returns the new latest version.
 // Snapshot(-1) and VersionAt use the last listing; Versions and History
 // refresh it themselves.
-func (t *Table) Refresh(ctx context.Context) (int64, error) {
+func (t *Log) Refresh(ctx context.Context) (int64, error) {
 	l, err := t.refresh(ctx)
 	if err != nil {
 		return -1, err
@@ -219,7 +219,7 @@ func (t *Table) Refresh(ctx context.Context) (int64, error) {
 	return l.latest, nil
 }
 
-func (t *Table) refresh(ctx context.Context) (*logListing, error) {
+func (t *Log) refresh(ctx context.Context) (*logListing, error) {
 	t.listMu.Lock()
 	defer t.listMu.Unlock()
 	old := t.listing()
@@ -241,7 +241,7 @@ func (t *Table) refresh(ctx context.Context) (*logListing, error) {
 // checkpoints written while the table is open are cross-checked too (once
 // per new checkpoint: a writer that never updates the hint costs no read
 // per poll).
-func (t *Table) readNewHint(ctx context.Context, l *logListing) {
+func (t *Log) readNewHint(ctx context.Context, l *logListing) {
 	newest, ok := l.checkpointAtOrBefore(l.latest, nil)
 	if !ok {
 		return
@@ -267,7 +267,7 @@ func (t *Table) readNewHint(ctx context.Context, l *logListing) {
 // were listed (a partial write that completed): parsed commits, the
 // checkpoint, the version descriptions, and the snapshots that may have
 // used them. Called with mu held.
-func (t *Table) forgetChanged(changed []logFile) {
+func (t *Log) forgetChanged(changed []logFile) {
 	for _, f := range changed {
 		if f.Kind == kindCommit {
 			t.commits.Remove(f.Version)
@@ -286,7 +286,7 @@ func (t *Table) forgetChanged(changed []logFile) {
 
 // fullListing returns a listing that starts at version 0, listing the
 // whole log once if the current one started at the checkpoint hint.
-func (t *Table) fullListing(ctx context.Context) (*logListing, error) {
+func (t *Log) fullListing(ctx context.Context) (*logListing, error) {
 	if l := t.listing(); l.from == 0 {
 		return l, nil
 	}
@@ -313,7 +313,7 @@ func (t *Table) fullListing(ctx context.Context) (*logListing, error) {
 }
 
 // listLog lists the log from version from (see listLog).
-func (t *Table) listLog(ctx context.Context, from int64) ([]logFile, error) {
+func (t *Log) listLog(ctx context.Context, from int64) ([]logFile, error) {
 	files, err := listLog(ctx, t.st, from)
 	if err != nil || !t.opts.ignoreCheckpoints {
 		return files, err
@@ -342,7 +342,7 @@ func flattenListing(l *logListing) []logFile {
 // of the last listing). Errors are *Error values naming the version and
 // the file at fault; the cause wraps ErrVersionNotFound, ErrLogGap,
 // ErrCorrupt, storage.ErrNotExist, or is an *UnsupportedFeatureError.
-func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) {
+func (t *Log) Snapshot(ctx context.Context, version int64) (*Snapshot, error) {
 	if version == -1 {
 		version = t.listing().latest
 	}
@@ -378,7 +378,7 @@ func (t *Table) Snapshot(ctx context.Context, version int64) (*Snapshot, error) 
 // checkpoint that fails a cross-check is marked untrusted and the segment
 // chosen again without it (an older checkpoint, or the commits), once per
 // checkpoint at most.
-func (t *Table) build(ctx context.Context, v int64) (*Snapshot, error) {
+func (t *Log) build(ctx context.Context, v int64) (*Snapshot, error) {
 	lst := t.listing()
 	var seg *segment
 	var st *state
@@ -463,7 +463,7 @@ func (t *Table) build(ctx context.Context, v int64) (*Snapshot, error) {
 }
 
 // finish checks the replayed state and makes it a Snapshot.
-func (t *Table) finish(v int64, st *state, ci *CommitInfo, lst *logListing) (*Snapshot, error) {
+func (t *Log) finish(v int64, st *state, ci *CommitInfo, lst *logListing) (*Snapshot, error) {
 	if st.protocol == nil {
 		return nil, t.err(v, "", corruptf("no protocol action in the log up to this version"))
 	}
@@ -511,7 +511,7 @@ func (t *Table) finish(v int64, st *state, ci *CommitInfo, lst *logListing) (*Sn
 // startState is the state seg's commits apply to: the newest cached
 // snapshot inside the segment, else its checkpoint, else the empty table.
 // On failure it returns the key of the file at fault.
-func (t *Table) startState(ctx context.Context, seg *segment) (*state, string, error) {
+func (t *Log) startState(ctx context.Context, seg *segment) (*state, string, error) {
 	if c := t.cachedStart(seg); c != nil {
 		return stateFromSnapshot(c), "", nil
 	}
@@ -527,7 +527,7 @@ func (t *Table) startState(ctx context.Context, seg *segment) (*state, string, e
 
 // isUntrusted reports whether the checkpoint with this key failed a
 // cross-check.
-func (t *Table) isUntrusted(key string) bool {
+func (t *Log) isUntrusted(key string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	_, ok := t.untrusted[key]
@@ -537,7 +537,7 @@ func (t *Table) isUntrusted(key string) bool {
 // segmentErr is the error for a version without a usable segment: when
 // the checkpoint it would have used was found inconsistent, that is the
 // cause (nothing else rebuilds the version); else the segment's own.
-func (t *Table) segmentErr(lst *logListing, v int64, file string, err error) error {
+func (t *Log) segmentErr(lst *logListing, v int64, file string, err error) error {
 	if s0, _, _, e0 := lst.segmentFor(v, nil); e0 == nil && s0.Checkpoint != nil {
 		key := s0.Checkpoint.Key()
 		t.mu.Lock()
@@ -570,7 +570,7 @@ func checkRowSum(files []*AddFile) error {
 
 // cachedStart is the newest cached snapshot the segment can continue
 // from: at or after the segment's checkpoint, before its version.
-func (t *Table) cachedStart(seg *segment) *Snapshot {
+func (t *Log) cachedStart(seg *segment) *Snapshot {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var best *Snapshot
@@ -584,7 +584,7 @@ func (t *Table) cachedStart(seg *segment) *Snapshot {
 
 // checkpoint reads (or returns the cached) checkpoint c, its adds
 // interned. On failure it returns the key of the file at fault.
-func (t *Table) checkpoint(ctx context.Context, c checkpointRef) (*checkpointState, string, error) {
+func (t *Log) checkpoint(ctx context.Context, c checkpointRef) (*checkpointState, string, error) {
 	key := c.Key()
 	t.mu.Lock()
 	cs, ok := t.ckpts.Get(key)
@@ -631,7 +631,7 @@ type ckptRead struct {
 // loadJSON parses commit and compaction files (cached by commit version),
 // reading the missing ones in parallel. v is the version being built, for
 // errors.
-func (t *Table) loadJSON(ctx context.Context, v int64, files []logFile) ([]*actions, error) {
+func (t *Log) loadJSON(ctx context.Context, v int64, files []logFile) ([]*actions, error) {
 	out := make([]*actions, len(files))
 	var missing []int
 	t.mu.Lock()
@@ -684,7 +684,7 @@ func (t *Table) loadJSON(ctx context.Context, v int64, files []logFile) ([]*acti
 }
 
 // readJSON reads and parses one JSON log file, interning its adds.
-func (t *Table) readJSON(ctx context.Context, f logFile) (*actions, error) {
+func (t *Log) readJSON(ctx context.Context, f logFile) (*actions, error) {
 	data, err := readAllSized(ctx, t.st, f.Key, f.Size)
 	if err != nil {
 		return nil, err

@@ -40,7 +40,7 @@ func (c ictConfig) uses(v int64) bool { return c.since >= 0 && v >= c.since }
 
 // versionTime is the commit time of version v from its commitInfo (nil
 // when the commit is not read or has none) and the file's time.
-func (t *Table) versionTime(v int64, ict *int64, mod time.Time) time.Time {
+func (t *Log) versionTime(v int64, ict *int64, mod time.Time) time.Time {
 	t.mu.Lock()
 	cfg := t.ict
 	t.mu.Unlock()
@@ -60,7 +60,7 @@ func (c ictConfig) time(v int64, ict *int64, mod time.Time) time.Time {
 }
 
 // commitTime is the time of version v, whose commitInfo is ci.
-func (t *Table) commitTime(v int64, ci *CommitInfo, lst *logListing) time.Time {
+func (t *Log) commitTime(v int64, ci *CommitInfo, lst *logListing) time.Time {
 	var ict *int64
 	if ci != nil {
 		ict = ci.InCommitTimestamp
@@ -85,7 +85,7 @@ func fileTime(lst *logListing, v int64) time.Time {
 // search does not assume commit times increase: it is the greatest
 // version whose time is not after ts. It fails with an *Error wrapping
 // ErrVersionNotFound when every readable version is newer than ts.
-func (t *Table) VersionAt(ctx context.Context, ts time.Time) (int64, error) {
+func (t *Log) VersionAt(ctx context.Context, ts time.Time) (int64, error) {
 	infos, err := t.versionInfos(ctx, t.listing())
 	if err != nil {
 		return -1, err

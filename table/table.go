@@ -49,7 +49,7 @@ type Table struct {
 	// (its Location for cache keys and mount names; the S3 store's Stats).
 	Store storage.Storage
 	// Log is the table's Delta log, read through the counting decorator.
-	Log *snapshot.Table
+	Log *snapshot.Log
 
 	// Versions are the readable versions at Open, oldest first.
 	Versions []snapshot.VersionInfo

@@ -17,7 +17,7 @@ const logDir = "_delta_log/"
 // snapshot package (so checkpoints, compactions and every log shape it reads
 // work here too). version -1 means no table exists yet.
 type state struct {
-	table   *snapshot.Table // nil while there is no table
+	table   *snapshot.Log // nil while there is no table
 	snap    *snapshot.Snapshot
 	version int64
 }
@@ -31,7 +31,7 @@ func logKey(version int64) string { return fmt.Sprintf("%s%020d.json", logDir, v
 // readState returns the table's latest version, listing the log again when
 // prev already opened the table.
 func readState(ctx context.Context, st storage.Storage, prev *state) (*state, error) {
-	t := (*snapshot.Table)(nil)
+	t := (*snapshot.Log)(nil)
 	if prev != nil {
 		t = prev.table
 	}

@@ -46,7 +46,7 @@ func newManagedFixture(t *testing.T, from int64) *managedFixture {
 }
 
 // open opens the table as Open does once the catalog is asked.
-func (f *managedFixture) open(t *testing.T) (*catalogLog, *snapshot.Table, error) {
+func (f *managedFixture) open(t *testing.T) (*catalogLog, *snapshot.Log, error) {
 	t.Helper()
 	ctx := context.Background()
 	st, err := storage.NewLocal(f.dir)
@@ -74,7 +74,7 @@ func (f *managedFixture) open(t *testing.T) (*catalogLog, *snapshot.Table, error
 	return cl, tbl, err
 }
 
-func openRef(t *testing.T, dir string) *snapshot.Table {
+func openRef(t *testing.T, dir string) *snapshot.Log {
 	t.Helper()
 	st, err := storage.NewLocal(dir)
 	if err != nil {
@@ -89,7 +89,7 @@ func openRef(t *testing.T, dir string) *snapshot.Table {
 
 // sameTable fails unless got has the versions (numbers, times,
 // operations) and, at each, the files of want.
-func sameTable(t *testing.T, got, want *snapshot.Table) {
+func sameTable(t *testing.T, got, want *snapshot.Log) {
 	t.Helper()
 	ctx := context.Background()
 	gv, err := got.Versions(ctx)

@@ -132,7 +132,7 @@ func runLog(ctx context.Context, w io.Writer, location string, o logOptions) err
 // files the filter reads (not pruned or skipped) and the live rows that
 // match. A file's count is kept across versions (by path and deletion
 // vector), so each file is read once.
-func logWhere(ctx context.Context, w io.Writer, tbl *snapshot.Table, where *filter.Expr, asJSON bool) error {
+func logWhere(ctx context.Context, w io.Writer, tbl *snapshot.Log, where *filter.Expr, asJSON bool) error {
 	versions, err := tbl.Versions(ctx)
 	if err != nil {
 		return err

@@ -83,7 +83,7 @@ func (o *versionFlags) check(cmd *cobra.Command, required bool) error {
 
 // resolve returns the version the flags pick in tbl: --version, the
 // version current at --at, or -1 (the latest) for neither.
-func (o *versionFlags) resolve(ctx context.Context, tbl *snapshot.Table) (int64, error) {
+func (o *versionFlags) resolve(ctx context.Context, tbl *snapshot.Log) (int64, error) {
 	if o.when.IsZero() {
 		return o.version, nil
 	}

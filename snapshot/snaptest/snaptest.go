@@ -26,7 +26,7 @@ func Local(t testing.TB, dir string) storage.Storage {
 }
 
 // Open opens the table in st.
-func Open(t testing.TB, st storage.Storage) *snapshot.Table {
+func Open(t testing.TB, st storage.Storage) *snapshot.Log {
 	t.Helper()
 	tbl, err := snapshot.Open(context.Background(), st)
 	if err != nil {
@@ -36,13 +36,13 @@ func Open(t testing.TB, st storage.Storage) *snapshot.Table {
 }
 
 // OpenDir opens the table at the local directory dir.
-func OpenDir(t testing.TB, dir string) *snapshot.Table {
+func OpenDir(t testing.TB, dir string) *snapshot.Log {
 	t.Helper()
 	return Open(t, Local(t, dir))
 }
 
 // Version is version v of tbl (-1: the latest).
-func Version(t testing.TB, tbl *snapshot.Table, v int64) *snapshot.Snapshot {
+func Version(t testing.TB, tbl *snapshot.Log, v int64) *snapshot.Snapshot {
 	t.Helper()
 	s, err := tbl.Snapshot(context.Background(), v)
 	if err != nil {

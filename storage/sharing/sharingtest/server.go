@@ -154,7 +154,7 @@ func (s *Server) SetTamper(tamper func(key string, data []byte) []byte) {
 type table struct {
 	dir                 string
 	id                  string
-	t                   *snapshot.Table
+	t                   *snapshot.Log
 	share, schema, name string // as added (listings)
 }
 
