@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"sync/atomic"
 	"time"
 
@@ -215,74 +214,4 @@ func (r *FileReader) isPartition(name string) bool {
 		}
 	}
 	return false
-}
-
-// PageAt reads the page of leaf column leaf (a column chunk index, see
-// ColumnLeaf) holding physical row row of the file, through the offset
-// index when the file has one. It returns the page and the physical index
-// of its first row; the page starts at a row boundary (without an offset
-// index: at row itself). The caller releases the page with
-// parquet.Release when done with it.
-func (r *FileReader) PageAt(ctx context.Context, leaf int, row int64) (pg parquet.Page, first int64, err error) {
-	defer func() {
-		if err != nil {
-			err = r.err(err)
-		}
-	}()
-	defer recoverParquet(&err)
-	if row < 0 || row >= r.NumRows() {
-		return nil, 0, fmt.Errorf("row %d out of range (the file has %d rows)", row, r.NumRows())
-	}
-	rgs := r.file.RowGroups()
-	if leaf < 0 || len(rgs) == 0 || leaf >= len(rgs[0].ColumnChunks()) {
-		return nil, 0, fmt.Errorf("no leaf column %d", leaf)
-	}
-	start := int64(0)
-	for rgi, rg := range rgs {
-		n := rg.NumRows()
-		if row >= start+n {
-			start += n
-			continue
-		}
-		cc, ok := rg.ColumnChunks()[leaf].(*parquet.FileColumnChunk)
-		if !ok {
-			return nil, 0, fmt.Errorf("leaf column %d is not a file column chunk", leaf)
-		}
-		rec := &ioRecorder{r: storage.ReaderAt(ctx, r.st, r.key)}
-		// Only the page's bytes (and its dictionary's) are read, checked
-		// and decoded; without an offset index, the chunk's.
-		rel, target := row-start, row-start
-		var staged *pqcheck.Staged
-		if oi, err := cc.OffsetIndex(); err == nil && oi != nil && oi.NumPages() > 0 {
-			np := oi.NumPages()
-			i := sort.Search(np, func(i int) bool { return oi.FirstRowIndex(i) > rel }) - 1
-			if i >= 0 {
-				target = oi.FirstRowIndex(i)
-				page, err := pqcheck.ReadExact(rec, oi.Offset(i), oi.CompressedPageSize(i))
-				if err != nil {
-					return nil, 0, rec.cause(err)
-				}
-				staged, err = r.pq.StagePage(rec, rgi, leaf, oi.Offset(i), page, oi.Offset(0))
-				if err != nil {
-					return nil, 0, rec.cause(err)
-				}
-			}
-		}
-		if staged == nil {
-			if staged, err = r.pq.StageChunk(rec, rgi, leaf); err != nil {
-				return nil, 0, rec.cause(err)
-			}
-		}
-		pages := cc.PagesFrom(staged)
-		defer pages.Close()
-		if err := pages.SeekToRow(target); err != nil {
-			return nil, 0, rec.cause(err)
-		}
-		pg, err := pages.ReadPage()
-		if err != nil {
-			return nil, 0, rec.cause(err)
-		}
-		return pg, start + target, nil
-	}
-	return nil, 0, fmt.Errorf("row %d not found in the row groups", row)
 }

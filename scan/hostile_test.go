@@ -12,7 +12,7 @@ import (
 )
 
 // A page claiming 2 GiB fails the reads that need it — a scan of its row
-// group, PageAt of its rows — with an error naming the file, the column
+// group — with an error naming the file, the column
 // and the claim; the other row groups and pages read.
 func TestHostilePage(t *testing.T) {
 	data, _ := rgFile(t, &parquet.Snappy)
@@ -22,7 +22,6 @@ func TestHostilePage(t *testing.T) {
 	}
 	f.Page(1, "id", 2).Header.CompressedPageSize = math.MaxInt32
 	hostile := f.Bytes()
-	bad := 700 + f.Chunks[1][f.Column("id")].OffsetIndex.PageLocations[2].FirstRowIndex
 
 	snap := writeTable(t, t.TempDir(), rgSchema, nil, nil, genFile{path: "f.parquet", data: hostile, numRecords: rgRows})
 	r, err := OpenFile(t.Context(), snap, snap.Files[0])
@@ -40,15 +39,6 @@ func TestHostilePage(t *testing.T) {
 	if err := r.ReadRows(t.Context(), snap.Schema.Fields[1:2], 0, rgRows, none); err != nil {
 		t.Fatalf("column s alone: %v", err)
 	}
-	col, _ := r.ColumnLeaf(*snap.Schema.Field("id"))
-	if _, _, err := r.PageAt(t.Context(), col.Index(), bad); err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("PageAt of row %d: %v, want %q", bad, err, want)
-	}
-	pg, _, err := r.PageAt(t.Context(), col.Index(), 5)
-	if err != nil {
-		t.Fatalf("PageAt of row 5: %v", err)
-	}
-	parquet.Release(pg)
 	s, _ := New(snap, nil)
 	err = s.FileColumns(t.Context(), snap.Files[0], func(*Batch) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), want) {

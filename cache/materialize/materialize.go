@@ -79,7 +79,7 @@ func (s *Source) key(sh *sample.Shard, pos int) (cache.Key, error) {
 	if err != nil {
 		return cache.Key{}, err
 	}
-	return cache.Key{Kind: k.Kind, Table: s.table, File: k.File, Version: k.Version, Column: k.Column, Unit: k.Unit}, nil
+	return cache.SampleKey(s.table, k), nil
 }
 
 // sampleErr names the sample an error is about.
