@@ -24,7 +24,7 @@ import (
 // index, one storage read, kept in the BlobCache as kind "tail" so that a
 // later process opens it without any read — and its *parquet.File kept in a
 // bounded LRU. The scans of the index build open the file from the same tail
-// (Tail, scan.Options.Tail): one read for both. The data pages that read's
+// (scanTail, scan.Options.Tail): one read for both. The data pages that read's
 // guess took in before the page index (its spare bytes, a bounded LRU of
 // spareBytes in memory beside the cache) are decoded from those bytes, not
 // read again. The column's offset index locates the page of a row; the
@@ -266,10 +266,10 @@ func (p *PageFetcher) tail(ctx context.Context, ref FileRef, size int64) ([]byte
 	return parseTail(blob)
 }
 
-// Tail is the tail of data file f for the scans of the index build
+// scanTail is the tail of data file f for the scans of the index build
 // (scan.Options.Tail): the tail the fetcher opens the file from, read
-// once for both. key is f's storage key, size its size (0: unknown).
-func (p *PageFetcher) Tail(ctx context.Context, f FileRef, size int64) (tail []byte, off int64, err error) {
+// once for both. size is f's size (0: unknown).
+func (p *PageFetcher) scanTail(ctx context.Context, f FileRef, size int64) (tail []byte, off int64, err error) {
 	if size <= 0 {
 		info, err := p.st.Stat(ctx, f.Key)
 		if err != nil {

@@ -10,7 +10,7 @@ import (
 // ScanRows returns the Rows implementation backed by package scan: the same
 // decoding (and JSON rendering, scan.AppendJSON) as `deltafs cat`. Given
 // to New with a PageFetcher, its scans open data files from the fetcher's
-// tails (PageFetcher.Tail), so that the index build and the reads share
+// tails (PageFetcher.scanTail), so that the index build and the reads share
 // one read of each file's tail.
 func ScanRows(t *snapshot.Table) (Rows, error) { return scanRows{}, nil }
 
@@ -24,7 +24,7 @@ func (r scanRows) options(f *snapshot.AddFile) scan.Options {
 		return scan.Options{}
 	}
 	return scan.Options{Tail: func(ctx context.Context, key string, size int64) ([]byte, int64, error) {
-		return r.tails.Tail(ctx, FileRef{Path: f.Path, Key: key, Size: f.Size}, size)
+		return r.tails.scanTail(ctx, FileRef{Path: f.Path, Key: key, Size: f.Size}, size)
 	}}
 }
 
