@@ -318,7 +318,9 @@ func (p *PageFetcher) keepSpare(ref FileRef, first *firstRead, blob []byte) {
 	if err != nil || first.b == nil || start <= first.off || start > first.off+int64(len(first.b)) {
 		return
 	}
-	sp := &spare{off: first.off, b: first.b[: start-first.off : start-first.off]}
+	// A copy: the read's buffer is the whole guess, and the LRU's cost
+	// must be what is kept.
+	sp := &spare{off: first.off, b: append([]byte(nil), first.b[:start-first.off]...)}
 	p.spareMu.Lock()
 	p.spares.Add(openKey(ref), sp, int64(len(sp.b)))
 	p.spareMu.Unlock()
