@@ -312,10 +312,14 @@ func (f *firstRead) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // keepSpare keeps the bytes of the tail read's first read before the
-// tail blob's start (data pages), if any.
+// tail blob's start (data pages), if any. Not for a file the read took
+// in whole (smaller than the guess): the spare bytes are what a large
+// file's tail read took in beyond its tail, not a second cache of whole
+// files beside the cache (whose bounds and faults a whole file's reads
+// then go through).
 func (p *PageFetcher) keepSpare(ref FileRef, first *firstRead, blob []byte) {
 	_, start, err := parseTail(blob)
-	if err != nil || first.b == nil || start <= first.off || start > first.off+int64(len(first.b)) {
+	if err != nil || first.b == nil || first.off == 0 || start <= first.off || start > first.off+int64(len(first.b)) {
 		return
 	}
 	// A copy: the read's buffer is the whole guess, and the LRU's cost
