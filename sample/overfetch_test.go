@@ -104,12 +104,13 @@ func pixelTable(t *testing.T, files, rows int) (*keyedStore, *snapshot.Table, []
 	if len(fs) != files {
 		t.Fatalf("%d data files written, want %d", len(fs), files)
 	}
-	// The pixel column must have many pages, and one row group.
+	// One row group; files of 400 rows or more have several pages of
+	// pixels.
 	pf := openLocalParquet(t, filepath.Join(dir, fs[0].Path))
 	if len(pf.RowGroups()) != 1 {
 		t.Fatalf("%d row groups", len(pf.RowGroups()))
 	}
-	if oi := pixelIndex(t, pf); oi.NumPages() < 6 {
+	if oi := pixelIndex(t, pf); rows >= 400 && oi.NumPages() < 6 {
 		t.Fatalf("%d pages of pixels per file, want several", oi.NumPages())
 	}
 	ks.take()
@@ -312,5 +313,33 @@ func TestReadAheadStopsAtShardEnd(t *testing.T) {
 				t.Errorf("shard %d (rows ..%d of file %d) read %v, at or past page %d (rows %d..): another shard's", k, c.end-1, c.file, r, past, oi.FirstRowIndex(past))
 			}
 		}
+	}
+}
+
+// TestSmallFileNoSpare: a file smaller than the tail read's guess is read
+// whole by it, and those bytes are not kept beside the cache: its pages
+// are read from storage (through the cache, under its bounds) when a
+// sample needs them, as a mount's fault handling expects.
+func TestSmallFileNoSpare(t *testing.T) {
+	ks, tbl, files := pixelTable(t, 1, 40)
+	if files[0].Size >= tailGuess {
+		t.Fatalf("file of %d bytes, want one smaller than the %d-byte guess", files[0].Size, tailGuess)
+	}
+	s, _ := pixelSamples(t, ks, tbl, 1, LayoutContiguous)
+	ctx := context.Background()
+	v, err := s.Version(ctx, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sh, err := v.Shard(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ks.take()
+	if _, err := sh.Content(ctx, sh.Len()-1); err != nil {
+		t.Fatal(err)
+	}
+	if r := ks.take()[files[0].Path]; len(r) == 0 {
+		t.Error("a sample of a small file read nothing from storage: its whole bytes were kept from the tail read")
 	}
 }
