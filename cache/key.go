@@ -5,8 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"strconv"
-
-	"github.com/deltafs/deltafs/sample"
 )
 
 // Key names one cached unit by content identity. Two keys are the same entry
@@ -89,11 +87,4 @@ func (k Key) ref() (ref, error) {
 		return ref{}, err
 	}
 	return makeRef(text, sum), nil
-}
-
-// SampleKey is the cache's key of k, a key of the sample layer (which
-// knows files and pages, not tables), for the table at location table:
-// the one place the two are joined.
-func SampleKey(table string, k sample.CacheKey) Key {
-	return Key{Kind: k.Kind, Table: table, File: k.File, Version: k.Version, Column: k.Column, Unit: k.Unit}
 }

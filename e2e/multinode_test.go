@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,14 +11,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/deltafs/deltafs/internal/testkit"
+	"github.com/deltafs/deltafs/snapshot"
+	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/storage/cloudtest"
 	"github.com/deltafs/deltafs/storage/s3store/s3test"
+	"github.com/deltafs/deltafs/table"
 )
 
 // A multi-node DDP run, simulated on this machine: each "node" its own
@@ -124,13 +129,62 @@ func stats(t *testing.T, mnt string) map[string]any {
 	return s
 }
 
+// maxOverFetch bounds what a node fetches of the data files, against the
+// bytes its shards need (needBytes): each file its shards need once, its
+// tail once, plus the --image check's one page of the first file.
+const maxOverFetch = 1.2
+
+// needBytes is what each node's shards need of version 0's data files,
+// computed from the log as the package doc of sample places shards: with
+// a contiguous layout shard k is rows [k*N/S, (k+1)*N/S) in append order
+// (modificationTime, then path), and a node needs every file one of its
+// shards' ranges overlaps; with a balanced one every shard holds rows of
+// every file, and each node needs them all.
+func (c *cluster) needBytes(t *testing.T, layout string) []int64 {
+	t.Helper()
+	ctx := context.Background()
+	tb, err := table.Open(ctx, table.Options{Location: c.table,
+		Storage: storage.Options{S3: storage.S3Options{Endpoint: c.endpoint, Region: s3test.Region, PathStyle: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tb.Close()
+	snap, err := tb.Log.Snapshot(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := slices.Clone(snap.Files)
+	slices.SortFunc(files, func(a, b *snapshot.AddFile) int {
+		return cmp.Or(cmp.Compare(a.ModificationTime, b.ModificationTime), cmp.Compare(a.Path, b.Path))
+	})
+	var total int64
+	for _, f := range files {
+		total += f.LiveRows()
+	}
+	shards := int64(nodes * ranksPerNode)
+	need := make([]int64, nodes)
+	for n := range need {
+		lo, hi := total*int64(n*ranksPerNode)/shards, total*int64((n+1)*ranksPerNode)/shards
+		var at int64
+		for _, f := range files {
+			if layout == "balanced" || at < hi && at+f.LiveRows() > lo {
+				need[n] += f.Size
+			}
+			at += f.LiveRows()
+		}
+	}
+	return need
+}
+
 var firstBatch = regexp.MustCompile(`rank (\d+): first batch after ([0-9.]+) s`)
 
 // TestMultiNodeDDP: two epochs over version 0 while a new version is
 // committed mid-epoch; every epoch's union over the ranks of the two nodes
-// is every sample exactly once, of version 0. Each node's fetched bytes
-// and first-batch latency are logged (and written to the file
-// DELTAFS_MULTINODE_REPORT names, for bench/RESULTS.md).
+// is every sample exactly once, of version 0; with a contiguous layout no
+// node fetches more than maxOverFetch times the data-file bytes its shards
+// need. Each node's fetched and needed bytes and first-batch latency are
+// logged (and written to the file DELTAFS_MULTINODE_REPORT names, for
+// bench/RESULTS.md).
 func TestMultiNodeDDP(t *testing.T) {
 	python := needTorchvision(t)
 	layouts := []string{"contiguous"}
@@ -189,16 +243,25 @@ func TestMultiNodeDDP(t *testing.T) {
 					time.Sleep(200 * time.Millisecond)
 				}
 			}
+			// What each node fetched of the data files, against what its
+			// shards need: each file once (with a contiguous layout, no
+			// other node's files, no other rank's pages read ahead).
+			need := c.needBytes(t, layout)
 			fmt.Fprintf(&report, "| %s |", layout)
 			for k, mnt := range c.mounts {
 				st := stats(t, mnt)["storage"].(map[string]any)
 				fetched := st["data_file_bytes_read"].(float64)
+				ratio := fetched / float64(need[k])
 				lat := []string{}
 				for _, m := range firstBatch.FindAllStringSubmatch(ns[k].out.String(), -1) {
 					lat = append(lat, "rank "+m[1]+" "+m[2]+" s")
 				}
-				t.Logf("%s layout, node %d: %.1f MiB of data files fetched, first batch: %s", layout, k, fetched/(1<<20), strings.Join(lat, ", "))
-				fmt.Fprintf(&report, " %.2f MiB; %s |", fetched/(1<<20), strings.Join(lat, ", "))
+				t.Logf("%s layout, node %d: %.2f MiB of data files fetched, %.2f MiB needed (%.2fx), first batch: %s",
+					layout, k, fetched/(1<<20), float64(need[k])/(1<<20), ratio, strings.Join(lat, ", "))
+				if layout == "contiguous" && ratio > maxOverFetch {
+					t.Errorf("node %d fetched %.0f bytes of data files, %.2fx the %d its shards need (want at most %.1fx)", k, fetched, ratio, need[k], maxOverFetch)
+				}
+				fmt.Fprintf(&report, " %.2f MiB of %.2f MiB needed (%.2fx); %s |", fetched/(1<<20), float64(need[k])/(1<<20), ratio, strings.Join(lat, ", "))
 			}
 			report.WriteString("\n")
 		})

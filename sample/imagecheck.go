@@ -20,8 +20,7 @@ const (
 // command at once instead of mounting files that all fail to read. It
 // reads one value: the first non-null one among the first live rows of
 // the first data file that has live rows and that the version's filter
-// keeps (one page, through the fetcher's cache, where the mount would
-// read it anyway). Without an image, on a version without rows, or when
+// keeps (one page, through the fetcher's cache, without read-ahead). Without an image, on a version without rows, or when
 // the spec does not fit the version (Servable says why), there is nothing
 // to check. A data file that cannot be read is skipped (its samples fail
 // on their own when read); when none of the files tried can be read, the
@@ -85,8 +84,14 @@ func (v *Version) probeValue(ctx context.Context, f *snapshot.AddFile, column st
 	if err != nil {
 		return 0, -1, err
 	}
-	ref := FileRef{Path: f.Path, Key: key, Size: f.Size}
 	fetcher := v.s.opts.Fetcher
+	// Identified as the index build identifies it (one Stat per process),
+	// so that the tail and the page read here are the cache entries its
+	// reads find, not entries of another identity read again.
+	ref, err := fetcher.Identify(ctx, FileRef{Path: f.Path, Key: key, Size: f.Size})
+	if err != nil {
+		return 0, -1, err
+	}
 	rows, err := fetcher.NumRows(ctx, ref)
 	if err != nil {
 		return 0, -1, err
@@ -101,6 +106,9 @@ func (v *Version) probeValue(ctx context.Context, f *snapshot.AddFile, column st
 			continue
 		}
 		tried++
+		// No read-ahead: the check needs this row's page only, and the
+		// pages after it may be no shard's of this node.
+		ref.ReadAheadEnd = r + 1
 		val, err := fetcher.Value(ctx, ref, column, r)
 		if err != nil {
 			return 0, -1, err

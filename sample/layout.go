@@ -281,6 +281,11 @@ func dealRows(l *layout, fss []*fileSamples, names [][]string, shards int) *deal
 			sizes[k]++
 		}
 	}
+	for k := range d.segs {
+		for j := range d.segs[k] {
+			d.segs[k][j].boundReadAhead()
+		}
+	}
 	for k := 1; k < shards; k++ {
 		d.starts[k] = d.starts[k-1] + int64(sizes[k-1])
 	}

@@ -19,21 +19,26 @@ import (
 	"github.com/deltafs/deltafs/storage"
 )
 
-// PageFetcher is the Parquet Fetcher: it reads one value by reading only
-// the page that holds it. A data file is opened from its tail — footer and
-// page index, one storage read, kept in the BlobCache as kind "tail" so
-// that a later process opens it without any read — and its *parquet.File
-// kept in a bounded LRU. The column's offset index locates the page of a
-// row; the page's exact byte range is read with one storage read and
-// decoded, and the decoded page — all its values — is kept in the
-// BlobCache, keyed by (data file, size, column, row group/page), so
-// neighbouring samples are served from memory. With ReadAhead, a reader
-// entering a page offers the next pages of the chunk to the cache's
-// read-ahead (Prefetcher), read together when Coalesce is set. Files
-// without an offset index are cached a whole column chunk at a time.
-// parquet-go decodes only bytes read and checked first (package pqcheck):
-// the tail, each page (and the dictionary page it needs) or chunk, served
-// to it from memory. Safe for concurrent use.
+// PageFetcher is the Parquet Fetcher: it reads one value by reading only the
+// page that holds it. A data file is opened from its tail — footer and page
+// index, one storage read, kept in the BlobCache as kind "tail" so that a
+// later process opens it without any read — and its *parquet.File kept in a
+// bounded LRU. The scans of the index build open the file from the same tail
+// (scanTail, scan.Options.Tail): one read for both. The data pages that read's
+// guess took in before the page index (its spare bytes, a bounded LRU of
+// spareBytes in memory beside the cache) are decoded from those bytes, not
+// read again. The column's offset index locates the page of a row; the
+// page's exact byte range is read with one storage read and decoded, and the
+// decoded page — all its values — is kept in the BlobCache, keyed by (data
+// file, size, column, row group/page), so neighbouring samples are served
+// from memory. With ReadAhead, a reader entering a page offers the next
+// pages of the chunk to the cache's read-ahead (Prefetcher), read together
+// when Coalesce is set, never a page past the reader's bound
+// (FileRef.ReadAheadEnd: its shard's end). Files without an offset index are
+// cached a whole column chunk at a time. parquet-go decodes only bytes read
+// and checked first (package pqcheck): the tail, each page (and the
+// dictionary page it needs) or chunk, served to it from memory. Safe for
+// concurrent use.
 type PageFetcher struct {
 	st        storage.Storage
 	cache     BlobCache
@@ -50,6 +55,9 @@ type PageFetcher struct {
 	spill      *spillStore // nil: no spilling
 	spillAbove int64
 	streaming  flight.Group[CacheKey, []byte] // pages being decoded as a stream (pagestream.go)
+
+	spareMu sync.Mutex
+	spares  *lru.Cache[string, *spare] // guarded by spareMu; data-page bytes of tail reads by file, cost their bytes
 
 	opens   atomic.Int64
 	pages   atomic.Int64
@@ -99,7 +107,8 @@ func NewPageFetcher(st storage.Storage, opts PageFetcherOptions) *PageFetcher {
 	if opts.MaxOpenFiles <= 0 {
 		opts.MaxOpenFiles = 64
 	}
-	p := &PageFetcher{st: st, cache: opts.Cache, readAhead: opts.ReadAhead, coalesce: opts.Coalesce, files: lru.New[string, *openFile](int64(opts.MaxOpenFiles), nil)}
+	p := &PageFetcher{st: st, cache: opts.Cache, readAhead: opts.ReadAhead, coalesce: opts.Coalesce, files: lru.New[string, *openFile](int64(opts.MaxOpenFiles), nil),
+		spares: lru.New[string, *spare](spareBytes, nil)}
 	if pf, ok := opts.Cache.(Prefetcher); ok && opts.ReadAhead > 0 {
 		p.pf = pf
 	}
@@ -170,7 +179,7 @@ func (of *openFile) dropBatch(column, unit string) {
 // internal/flight) on a miss. A failure is not kept: the next read tries
 // again.
 func (p *PageFetcher) open(ctx context.Context, ref FileRef) (*openFile, error) {
-	fk := ref.Key + "\x00" + ref.ID // a replaced object is another file
+	fk := openKey(ref)
 	if of, ok := p.openedFile(fk); ok {
 		return of, nil
 	}
@@ -205,6 +214,10 @@ func (p *PageFetcher) open(ctx context.Context, ref FileRef) (*openFile, error) 
 	return of, err
 }
 
+// openKey is the key of ref's open file and spare bytes: a replaced
+// object is another file.
+func openKey(ref FileRef) string { return ref.Key + "\x00" + ref.ID }
+
 // openedFile returns the kept open file of key fk.
 func (p *PageFetcher) openedFile(fk string) (*openFile, bool) {
 	p.mu.Lock()
@@ -219,18 +232,7 @@ func (p *PageFetcher) openedFile(fk string) (*openFile, bool) {
 // nothing else: a read outside the tail fails.
 func (p *PageFetcher) openParquet(ctx context.Context, ref FileRef, size int64) (f *parquet.File, pq *pqcheck.File, err error) {
 	defer recoverParquet(&err)
-	sized := ref
-	sized.Size = size
-	blob, err := p.cache.Get(ctx, tailKey(sized), func(ctx context.Context) ([]byte, error) {
-		p.opens.Add(1)
-		// The fill's context: cancelled when every reader waiting for
-		// the tail has given up (an interrupted FUSE request).
-		return readTail(storage.ReaderAt(ctx, p.st, ref.Key), size)
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	tail, off, err := parseTail(blob)
+	tail, off, err := p.tail(ctx, ref, size)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -244,6 +246,146 @@ func (p *PageFetcher) openParquet(ctx context.Context, ref FileRef, size int64) 
 		return nil, nil, err
 	}
 	return f, pq, nil
+}
+
+// tail returns the tail (footer and page index) of ref, a file of size
+// bytes, and its offset: from the cache (kind "tail"), else with one
+// storage read (see readTail), whose bytes before the page index (data
+// pages the read's guess took in) are kept as the file's spare bytes.
+func (p *PageFetcher) tail(ctx context.Context, ref FileRef, size int64) ([]byte, int64, error) {
+	sized := ref
+	sized.Size = size
+	blob, err := p.cache.Get(ctx, tailKey(sized), func(ctx context.Context) ([]byte, error) {
+		p.opens.Add(1)
+		// The fill's context: cancelled when every reader waiting for
+		// the tail has given up (an interrupted FUSE request).
+		first := &firstRead{r: storage.ReaderAt(ctx, p.st, ref.Key)}
+		blob, err := readTail(first, size)
+		if err == nil {
+			p.keepSpare(ref, first, blob)
+		}
+		return blob, err
+	})
+	if err != nil {
+		return nil, 0, err
+	}
+	return parseTail(blob)
+}
+
+// scanTail is the tail of data file f for the scans of the index build
+// (scan.Options.Tail): the tail the fetcher opens the file from, read
+// once for both. size is f's size (0: unknown).
+func (p *PageFetcher) scanTail(ctx context.Context, f FileRef, size int64) (tail []byte, off int64, err error) {
+	if size <= 0 {
+		info, err := p.st.Stat(ctx, f.Key)
+		if err != nil {
+			return nil, 0, err
+		}
+		size = info.Size
+	}
+	if f, err = p.Identify(ctx, f); err != nil {
+		return nil, 0, err
+	}
+	return p.tail(ctx, f, size)
+}
+
+// spareBytes bounds the spare bytes kept (PageFetcher.spares): about a
+// hundred tail reads' worth.
+const spareBytes = 8 << 20
+
+// spare is the part of a file's tail read before its page index: data
+// pages (of the last columns of the last row group, typically) that the
+// read's guess took in, served from memory instead of being read again.
+type spare struct {
+	off int64
+	b   []byte
+}
+
+// firstRead is an io.ReaderAt that remembers its first read (the tail
+// read's guess at the file's end).
+type firstRead struct {
+	r   io.ReaderAt
+	off int64
+	b   []byte
+}
+
+func (f *firstRead) ReadAt(p []byte, off int64) (int, error) {
+	n, err := f.r.ReadAt(p, off)
+	if f.b == nil && err == nil {
+		f.off, f.b = off, p[:n]
+	}
+	return n, err
+}
+
+// keepSpare keeps the bytes of the tail read's first read before the
+// tail blob's start (data pages), if any. Not for a file the read took
+// in whole (smaller than the guess): the spare bytes are what a large
+// file's tail read took in beyond its tail, not a second cache of whole
+// files beside the cache (whose bounds and faults a whole file's reads
+// then go through).
+func (p *PageFetcher) keepSpare(ref FileRef, first *firstRead, blob []byte) {
+	_, start, err := parseTail(blob)
+	if err != nil || first.b == nil || first.off == 0 || start <= first.off || start > first.off+int64(len(first.b)) {
+		return
+	}
+	// A copy: the read's buffer is the whole guess, and the LRU's cost
+	// must be what is kept.
+	sp := &spare{off: first.off, b: append([]byte(nil), first.b[:start-first.off]...)}
+	p.spareMu.Lock()
+	p.spares.Add(openKey(ref), sp, int64(len(sp.b)))
+	p.spareMu.Unlock()
+}
+
+// spareOf returns the kept bytes [off, off+n) of ref, if the spare bytes
+// hold them all.
+func (p *PageFetcher) spareOf(ref FileRef, off, n int64) ([]byte, bool) {
+	p.spareMu.Lock()
+	sp, ok := p.spares.Get(openKey(ref))
+	p.spareMu.Unlock()
+	if !ok || off < sp.off || n < 0 || off+n > sp.off+int64(len(sp.b)) {
+		return nil, false
+	}
+	return sp.b[off-sp.off : off-sp.off+n : off-sp.off+n], true
+}
+
+// spared reports whether the spare bytes of ref hold the end of
+// [off, off+n), so that spareReader reads at most its beginning.
+func (p *PageFetcher) spared(ref FileRef, off, n int64) bool {
+	p.spareMu.Lock()
+	sp, ok := p.spares.Get(openKey(ref))
+	p.spareMu.Unlock()
+	return ok && off+n > sp.off && off+n <= sp.off+int64(len(sp.b))
+}
+
+// spareReader reads ref's bytes from its spare bytes where they hold the
+// range asked, or its end (a page that begins before them: only its
+// beginning is read), else from storage.
+type spareReader struct {
+	p   *PageFetcher
+	ref FileRef
+	st  io.ReaderAt
+}
+
+func (r spareReader) ReadAt(b []byte, off int64) (int, error) {
+	n := int64(len(b))
+	if sp, ok := r.p.spareOf(r.ref, off, n); ok {
+		return copy(b, sp), nil
+	}
+	r.p.spareMu.Lock()
+	sp, ok := r.p.spares.Get(openKey(r.ref))
+	r.p.spareMu.Unlock()
+	if !ok || off >= sp.off || off+n <= sp.off || off+n > sp.off+int64(len(sp.b)) {
+		return r.st.ReadAt(b, off)
+	}
+	head := sp.off - off
+	got, err := r.st.ReadAt(b[:head], off)
+	if int64(got) < head {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return got, err
+	}
+	return got + copy(b[head:], sp.b), nil
 }
 
 // recoverParquet turns a panic of parquet-go into an error (deferred):
@@ -591,23 +733,47 @@ func (p *PageFetcher) prefetch(of *openFile, ref FileRef, column string, ch chun
 		// neighbours read together (Coalesce).
 		return
 	}
+	// The pages offered: up to the window's end, the chunk's end and the
+	// reader's bound (FileRef.ReadAheadEnd: the rows after it are not
+	// this reader's).
+	end := min(pi+p.readAhead+1, oi.NumPages())
+	if ref.ReadAheadEnd > 0 {
+		for j := from + 1; j < end; j++ {
+			if of.start[rgi]+oi.FirstRowIndex(j) >= ref.ReadAheadEnd {
+				end = j
+				break
+			}
+		}
+	}
 	last := from
 	batch := &pageBatch{p: p, key: ref.Key, ranges: map[int]storage.Range{}, accepted: map[int]bool{}, done: make(chan struct{})}
-	for j := from + 1; j <= pi+p.readAhead && j < oi.NumPages(); j++ {
+	for j := from + 1; j < end; j++ {
 		batch.ranges[j] = storage.Range{Off: oi.Offset(j), Len: oi.CompressedPageSize(j)}
 	}
-	for j := from + 1; j <= pi+p.readAhead && j < oi.NumPages(); j++ {
+	for j := from + 1; j < end; j++ {
 		first, off, n := oi.FirstRowIndex(j), oi.Offset(j), oi.CompressedPageSize(j)
 		unit := strconv.Itoa(rgi) + "/" + strconv.Itoa(j)
 		key := p.pageKey(ref, column, unit)
-		batch.accept(j)
-		of.setBatch(column, unit, batch)
-		if !p.pf.Prefetch(key, n, func(ctx context.Context) ([]byte, error) {
-			defer of.dropBatch(column, unit)
-			return p.readPages(ctx, of, ref, ch, first, off, n, func() ([]byte, error) { return batch.get(ctx, j) })
-		}) {
-			batch.unaccept(j)
-			of.dropBatch(column, unit)
+		// A page the tail read took in, wholly or its end, is decoded
+		// from those bytes (spareReader): no storage read, or one of its
+		// beginning only, and none in the batch.
+		spared := p.spared(ref, off, n)
+		fetch := func(ctx context.Context) ([]byte, error) {
+			return p.readPages(ctx, of, ref, ch, first, off, n, nil)
+		}
+		if !spared {
+			batch.accept(j)
+			of.setBatch(column, unit, batch)
+			fetch = func(ctx context.Context) ([]byte, error) {
+				defer of.dropBatch(column, unit)
+				return p.readPages(ctx, of, ref, ch, first, off, n, func() ([]byte, error) { return batch.get(ctx, j) })
+			}
+		}
+		if !p.pf.Prefetch(key, n, fetch) {
+			if !spared {
+				batch.unaccept(j)
+				of.dropBatch(column, unit)
+			}
 			break // bound reached or already in memory: the rest waits
 		}
 		p.ahead.Add(1)
@@ -716,7 +882,9 @@ func (p *PageFetcher) readPages(ctx context.Context, of *openFile, ref FileRef, 
 	if !ok {
 		return nil, fmt.Errorf("column %s: not a file column chunk", of.pq.Column(ch.col))
 	}
-	raw0 := storage.ReaderAt(ctx, p.st, ref.Key) // ctx: the fill's, see openParquet
+	// ctx: the fill's, see openParquet. Bytes the tail read took in are
+	// not read again.
+	raw0 := spareReader{p: p, ref: ref, st: storage.ReaderAt(ctx, p.st, ref.Key)}
 	var staged *pqcheck.Staged
 	onePage := pageLen > 0
 	if onePage {

@@ -50,6 +50,13 @@ type FileRef struct {
 	// by another of the same name and size is never served from entries
 	// of the old one. "" until identified.
 	ID string
+	// ReadAheadEnd bounds the fetcher's read-ahead for this reader: no
+	// page whose first row is at or past this physical row is read ahead
+	// (0: the file's end). A shard's segment sets it to its last row + 1,
+	// so that read-ahead never fetches the pages of rows other shards
+	// (other ranks, other nodes) own; a probe of one row sets it to that
+	// row + 1 (no read-ahead). Not part of the file's identity.
+	ReadAheadEnd int64
 }
 
 // identity is what cache keys call the file's version: its ID, or its
@@ -199,6 +206,14 @@ func New(opts Options) (*Samples, error) {
 	}
 	if opts.FileKey == nil {
 		opts.FileKey = func(snap *snapshot.Snapshot, path string) (string, error) { return snap.FileKey(path) }
+	}
+	// The index build's scans open data files from the page fetcher's
+	// tails: each file's tail is read once, for the index and the reads.
+	if sr, ok := opts.Rows.(scanRows); ok && sr.tails == nil {
+		if pf, ok := opts.Fetcher.(*PageFetcher); ok {
+			sr.tails = pf
+			opts.Rows = sr
+		}
 	}
 	return &Samples{opts: opts, log: opts.Logger, rendered: NewMemCache(32 << 20)}, nil
 }

@@ -65,6 +65,14 @@ type segment struct {
 	cmap  []uint16 // the file's class values -> the shard's class folders
 }
 
+// boundReadAhead ends the segment's read-ahead after its last row
+// (FileRef.ReadAheadEnd): the rows after it are another shard's.
+func (sg *segment) boundReadAhead() {
+	if sg.n > 0 {
+		sg.ref.ReadAheadEnd = sg.fs.row(sg.ordinal(sg.n-1)) + 1
+	}
+}
+
 // ordinal is the file-local live row of the segment's j-th sample.
 func (sg *segment) ordinal(j int) int {
 	if sg.ords != nil {

@@ -341,7 +341,9 @@ func (v *Version) contiguousShard(ctx context.Context, r *resolved, l *layout, k
 		if fs == nil || to <= from {
 			continue
 		}
-		sh.segs = append(sh.segs, segment{pos: pos, local: int(from - l.cum[i]), n: int(to - from), file: i, add: l.files[i], ref: fs.ref, fs: fs})
+		sg := segment{pos: pos, local: int(from - l.cum[i]), n: int(to - from), file: i, add: l.files[i], ref: fs.ref, fs: fs}
+		sg.boundReadAhead()
+		sh.segs = append(sh.segs, sg)
 		pos += int(to - from)
 	}
 	if err := sh.index(width); err != nil {

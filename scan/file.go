@@ -44,11 +44,19 @@ func openOptions() []parquet.FileOption {
 // OpenFile opens data file f of snap, reading its Parquet footer. Errors
 // are *FileError values; a vacuumed file's wraps storage.ErrNotExist.
 func OpenFile(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddFile) (*FileReader, error) {
+	return openFile(ctx, snap, f, nil)
+}
+
+// tailFunc is Options.Tail: nil reads the tail from storage.
+type tailFunc = func(ctx context.Context, key string, size int64) ([]byte, int64, error)
+
+// openFile is OpenFile with the tail from tailOf when it is set.
+func openFile(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddFile, tailOf tailFunc) (*FileReader, error) {
 	key, err := snap.FileKey(f.Path)
 	if err != nil {
 		return nil, fileErr(snap.Version, f.Path, err)
 	}
-	r, err := openParquet(ctx, snap.Table.Storage(), key, f.Size, snap.Version, f.Path)
+	r, err := openParquet(ctx, snap.Table.Storage(), key, f.Size, snap.Version, f.Path, tailOf)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +78,7 @@ func FileRowCount(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddF
 // snapshot.Log.History on tables whose adds lack numRecords.
 func FooterRows(st storage.Storage) snapshot.FileRows {
 	return func(ctx context.Context, key string, size int64) (int64, error) {
-		r, err := openParquet(ctx, st, key, size, -1, key)
+		r, err := openParquet(ctx, st, key, size, -1, key, nil)
 		if err != nil {
 			var fe *FileError
 			if errors.As(err, &fe) {
@@ -82,8 +90,9 @@ func FooterRows(st storage.Storage) snapshot.FileRows {
 	}
 }
 
-// openParquet opens a Parquet object; size <= 0 means unknown.
-func openParquet(ctx context.Context, st storage.Storage, key string, size, version int64, path string) (r *FileReader, err error) {
+// openParquet opens a Parquet object; size <= 0 means unknown. Its tail
+// comes from tailOf when set (Options.Tail), else from storage.
+func openParquet(ctx context.Context, st storage.Storage, key string, size, version int64, path string, tailOf tailFunc) (r *FileReader, err error) {
 	defer func() {
 		if err != nil {
 			err = fileErr(version, path, err)
@@ -114,7 +123,20 @@ func openParquet(ctx context.Context, st storage.Storage, key string, size, vers
 	// them: it allocates what they claim. parquet-go then reads them from
 	// memory (the magic bytes at the start from storage, unless the tail
 	// holds them).
-	tail, off, pq, err := pqcheck.ReadTail(rec, size)
+	var tail []byte
+	var off int64
+	var pq *pqcheck.File
+	if tailOf != nil {
+		// Checked again: whoever kept it, parquet-go parses only a
+		// checked tail.
+		if tail, off, err = tailOf(ctx, key, size); err == nil {
+			pq, err = pqcheck.Tail(tail, off, size)
+		} else if errors.Is(err, storage.ErrNotExist) && !storage.IsTableWide(err) {
+			return nil, errMissing
+		}
+	} else {
+		tail, off, pq, err = pqcheck.ReadTail(rec, size)
+	}
 	if err != nil {
 		return nil, rec.cause(err)
 	}

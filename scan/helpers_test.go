@@ -90,7 +90,7 @@ func expectedJSON(t testing.TB, dir string, fields []snapshot.StructField) []str
 		if !strings.HasSuffix(info.Key, ".parquet") {
 			continue
 		}
-		r, err := openParquet(context.Background(), st, info.Key, info.Size, -1, info.Key)
+		r, err := openParquet(context.Background(), st, info.Key, info.Size, -1, info.Key, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

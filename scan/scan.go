@@ -25,6 +25,13 @@ type Options struct {
 	// without one ("2021-09-08 11:11:11"): the protocol says the writer's
 	// zone, which the log does not record. Default UTC.
 	PartitionTimeZone *time.Location
+	// Tail, when set, gives a data file's tail (its footer and page
+	// index: what pqcheck.ReadTail returns, checked again here) instead of
+	// reading it from storage, so that a caller that keeps tails (the
+	// sample layer's page fetcher) reads each file's tail once for its
+	// scans and its own reads. key is the file's storage key, size its
+	// size in bytes (0: unknown).
+	Tail func(ctx context.Context, key string, size int64) (tail []byte, off int64, err error)
 }
 
 // New prepares a scan of snap projected to columns (logical top-level
@@ -120,7 +127,7 @@ func (s *Scan) open(ctx context.Context, f *snapshot.AddFile) (*FileReader, *roa
 	if err != nil {
 		return nil, nil, fileErr(s.snap.Version, f.Path, err)
 	}
-	r, err := OpenFile(ctx, s.snap, f)
+	r, err := openFile(ctx, s.snap, f, s.opts.Tail)
 	if err != nil {
 		return nil, nil, err
 	}

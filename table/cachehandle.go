@@ -17,7 +17,7 @@ type cacheHandle struct {
 }
 
 func (h cacheHandle) key(k sample.CacheKey) cache.Key {
-	return cache.SampleKey(h.table, k)
+	return cache.Key{Kind: k.Kind, Table: h.table, File: k.File, Version: k.Version, Column: k.Column, Unit: k.Unit}
 }
 
 func (h cacheHandle) Get(ctx context.Context, k sample.CacheKey, fetch func(context.Context) ([]byte, error)) ([]byte, error) {

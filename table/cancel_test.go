@@ -87,7 +87,17 @@ func openGated(t *testing.T) (*table.Table, *gateStore) {
 	}}
 	var rows []writer.Row
 	for i := range 200 {
-		rows = append(rows, writer.Row{nil, bytes.Repeat([]byte{byte(i)}, 3000)})
+		// Incompressible (xorshift): each file is about 150 KB, and the
+		// pages of its first rows lie before what the read of its tail
+		// takes in (the fetcher serves those from that read).
+		b, x := make([]byte, 3000), uint32(i)*2654435761+1
+		for j := range b {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			b[j] = byte(x)
+		}
+		rows = append(rows, writer.Row{nil, b})
 	}
 	if _, err := writer.Write(t.Context(), st, schema, writer.SliceRows(rows), writer.Options{IDColumn: "id", RowsPerFile: 50}); err != nil {
 		t.Fatal(err)
@@ -141,7 +151,7 @@ func TestCancelledReadStopsStorage(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		_, err := sh.ReadAt(rctx, 137, make([]byte, 3000), 0)
+		_, err := sh.ReadAt(rctx, 105, make([]byte, 3000), 0) // a first row of its file
 		done <- err
 	}()
 	waitFor(t, gate.entered, "the sample read reaching storage")

@@ -79,7 +79,10 @@ func (s *Source) key(sh *sample.Shard, pos int) (cache.Key, error) {
 	if err != nil {
 		return cache.Key{}, err
 	}
-	return cache.SampleKey(s.table, k), nil
+	// As the table's cache handle completes the sample layer's keys
+	// (table/cachehandle.go): package cache cannot import sample (whose
+	// tests use the cache), so the join is written in its two users.
+	return cache.Key{Kind: k.Kind, Table: s.table, File: k.File, Version: k.Version, Column: k.Column, Unit: k.Unit}, nil
 }
 
 // sampleErr names the sample an error is about.
