@@ -215,9 +215,16 @@ func runMount(ctx context.Context, o *mountOptions, location, mnt string) error 
 			defer func() { pprof.StopCPUProfile(); pf.Close() }()
 		}
 	}
+	return serveMount(ctx, mnt, server, root.Run, stk)
+}
+
+// serveMount serves the mounted tree at mnt until it is unmounted from
+// outside or ctx ends (a signal), polling its tables with poll meanwhile,
+// then releases stk's storage within mountStopBudget.
+func serveMount(ctx context.Context, mnt string, server interface{ Wait() }, poll func(context.Context), stk mountStorage) error {
 	pollCtx, stopPoll := context.WithCancel(context.Background())
 	defer stopPoll()
-	go root.Run(pollCtx)
+	go poll(pollCtx)
 	served := make(chan struct{})
 	go func() { server.Wait(); close(served) }()
 	// A forced exit (a second signal, or exitGrace passed) detaches the

@@ -54,28 +54,7 @@ func runCatalogMount(ctx context.Context, o *mountOptions, location string, cat 
 		return fmt.Errorf("mount %s: %w", mnt, err)
 	}
 	slog.Info("mounted", "catalog", location, "mountpoint", mnt, "levels", cat.Levels(), "refresh", o.Refresh)
-	pollCtx, stopPoll := context.WithCancel(context.Background())
-	defer stopPoll()
-	go c.Run(pollCtx)
-	served := make(chan struct{})
-	go func() { server.Wait(); close(served) }()
-	defer atForcedExit(func() {
-		if fusefs.Mounted(mnt) {
-			_ = runUnmount(mnt, true)
-		}
-	})()
-	select {
-	case <-served:
-		slog.Info("unmounted from outside", "mountpoint", mnt)
-		stopPoll()
-		if !closeWithin(tables, mountStopBudget) {
-			return fmt.Errorf("unmounted %s from outside, but requests still stuck in storage after %s: exiting without them", mnt, mountStopBudget)
-		}
-		return nil
-	case <-ctx.Done():
-	}
-	stopPoll()
-	return stopMount(mnt, tables, served, signalName(interruptedSignal(ctx)))
+	return serveMount(ctx, mnt, server, c.Run, tables)
 }
 
 // catalogTables are the tables a catalog mount holds open, for stopMount.
