@@ -26,6 +26,7 @@ func TestFaults(t *testing.T) {
 					useConnString(t, endpoint+"/"+aztest.Account)
 					o := testOptions()
 					o.MaxAttempts, o.MaxBackoff, o.RequestTimeout = tune.MaxAttempts, tune.MaxBackoff, tune.RequestTimeout
+					o.DownAfter, o.ProbeInterval = tune.DownAfter, tune.ProbeInterval
 					return open(t, "az://"+c+"/t", o)
 				}}
 		},

@@ -25,6 +25,7 @@ func TestFaults(t *testing.T) {
 				Open: func(t *testing.T, endpoint string, tune storagetest.FaultTuning) storagetest.FaultStore {
 					o := testOptions(endpoint)
 					o.MaxAttempts, o.MaxBackoff, o.RequestTimeout = tune.MaxAttempts, tune.MaxBackoff, tune.RequestTimeout
+					o.DownAfter, o.ProbeInterval = tune.DownAfter, tune.ProbeInterval
 					return open(t, "s3://"+bucket+"/t", o)
 				}}
 		},

@@ -37,6 +37,9 @@ type FaultTuning struct {
 	MaxAttempts    int
 	MaxBackoff     time.Duration
 	RequestTimeout time.Duration
+	// DownAfter and ProbeInterval tune the endpoint's breaker
+	// (remote.Tuning); zero: the store's defaults.
+	DownAfter, ProbeInterval time.Duration
 }
 
 // FaultBackend describes a backend for RunFaults.
@@ -95,6 +98,7 @@ func RunFaults(t *testing.T, b FaultBackend) {
 		{"Stall", faultStall},
 		{"StallMidBody", faultStallMidBody},
 		{"ServerRestart", faultServerRestart},
+		{"EndpointDown", faultEndpointDown},
 	} {
 		t.Run(c.name, func(t *testing.T) { c.fn(t, b) })
 	}
@@ -470,4 +474,66 @@ func faultThrottle(t *testing.T, b FaultBackend, a FaultAnswer) {
 		check("Stat", err, a.Reason, a.Code)
 	}
 	e.errs.Set(0)
+}
+
+// faultEndpointDown: the breaker every cloud's store has (remote's
+// health): a server that stops answering is declared down after
+// DownAfter, reads then fail at once with remote.Unreachable and send
+// nothing, and when it is back a probe finds it and reads resume with the
+// true bytes, in the same store.
+func faultEndpointDown(t *testing.T, b FaultBackend) {
+	e := newFaultEnv(t, b, nil, func(o *FaultTuning) {
+		o.MaxAttempts, o.MaxBackoff, o.RequestTimeout = 50, 50*time.Millisecond, time.Second
+		o.DownAfter, o.ProbeInterval = 300*time.Millisecond, 200*time.Millisecond
+	})
+	ctx := ctxT(t)
+	if err := e.read(ctx, 0, 4096); err != nil {
+		t.Fatal(err)
+	}
+	e.srv.Stop()
+	restarted := false
+	defer func() {
+		if !restarted {
+			e.srv.Start(t)
+		}
+	}()
+	var down *remote.Unreachable
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		err := e.read(ctx, 0, 4096)
+		if errors.As(err, &down) {
+			oneLine(t, err)
+			break
+		}
+		if err == nil {
+			t.Fatal("a read succeeded with the server stopped")
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not declared down 30 s after the server stopped: %v", err)
+		}
+	}
+	sent := func() int64 { s := e.st.Stats(); return s.Gets + s.Heads + s.Lists + s.Other }
+	before, start := sent(), time.Now()
+	for range 5 {
+		if err := e.read(ctx, 100, 10); !errors.As(err, &down) {
+			t.Fatalf("a read while down: %v, want remote.Unreachable", err)
+		}
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("5 reads while down took %v: they must fail at once", d)
+	}
+	// The probe may have sent one request meanwhile; reads send none.
+	if n := sent() - before; n > 2 {
+		t.Errorf("%d requests sent by 5 reads while down", n)
+	}
+	e.srv.Start(t)
+	restarted = true
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		err := e.read(ctx, 0, 1<<20)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("reads did not resume 15 s after the server came back: %v", err)
+		}
+	}
 }
