@@ -46,10 +46,6 @@ import (
 const (
 	// streamChunk is the size of each ranged read of a streamed page.
 	streamChunk = 4 << 20
-	// streamMin is the smallest page (compressed, with its header) that
-	// is looked at for streaming: smaller pages are decoded in memory
-	// without a look at their header first.
-	streamMin = 1 << 20
 	// streamWindow is the decoded bytes a snappy or LZ4 decode keeps in
 	// memory; copies from further back read the spill file.
 	streamWindow = 1 << 20
@@ -67,7 +63,14 @@ var errNotStreamed = errors.New("not streamed")
 // decoded in memory; l.head then holds the page's first bytes, already
 // read. The returned file is held until spill.release.
 func (p *PageFetcher) streamed(ctx context.Context, ref FileRef, column string, l *pageLoc) (*spillFile, error) {
-	if p.spill == nil || l.pi < 0 || l.pageLen < min(streamMin, p.spillAbove) {
+	// Only a page whose compressed bytes pass SpillAbove is looked at
+	// (its header read): every other read of a page goes straight to the
+	// cache. A page that compresses below SpillAbove and decodes above it
+	// is decoded in memory.
+	if p.spill == nil || l.pi < 0 || l.pageLen <= p.spillAbove {
+		return nil, nil
+	}
+	if p.declined(l.key) {
 		return nil, nil
 	}
 	for range 2 {
@@ -82,6 +85,7 @@ func (p *PageFetcher) streamed(ctx context.Context, ref FileRef, column string, 
 			return p.streamPage(ctx, ref, column, l)
 		})
 		if errors.Is(err, errNotStreamed) {
+			p.decline(l.key)
 			l.head = head
 			return nil, nil
 		}
@@ -92,6 +96,22 @@ func (p *PageFetcher) streamed(ctx context.Context, ref FileRef, column string, 
 	// Spilled twice and evicted each time before it could be read (spill
 	// files past their budget): decoded in memory instead.
 	return nil, nil
+}
+
+// declined reports whether the page of key k was found not to be of a
+// shape decoded as a stream, so that its reads go to the cache without
+// a look at its header again.
+func (p *PageFetcher) declined(k CacheKey) bool {
+	p.declinedMu.Lock()
+	defer p.declinedMu.Unlock()
+	_, ok := p.declinedPages.Get(k)
+	return ok
+}
+
+func (p *PageFetcher) decline(k CacheKey) {
+	p.declinedMu.Lock()
+	defer p.declinedMu.Unlock()
+	p.declinedPages.Add(k, struct{}{}, 1)
 }
 
 // streamPage decodes the page at l into a new spill file and keeps it

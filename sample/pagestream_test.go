@@ -295,3 +295,79 @@ func FuzzDeltaLengths(f *testing.F) {
 		}
 	})
 }
+
+// Reads of pages that are not streamed cost what they did: a page whose
+// compressed bytes stay within SpillAbove, and one declined once (its
+// header past the first chunk), are read from storage once, however many
+// of their values are read, never their header again for each read.
+func TestPageStreamLooksOnce(t *testing.T) {
+	root := t.TempDir()
+	st, err := storage.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.NewChaCha8([32]byte{8})
+	rows := make([][]byte, 40)
+	for i := range rows {
+		rows[i] = make([]byte, 50<<10)
+		_, _ = rng.Read(rows[i])
+	}
+	small := writeStreamFile(t, root, "small.parquet", rows, &parquet.Snappy, 1, false) // a 2 MiB page
+	// A page whose header carries page statistics that repeat a 5 MiB
+	// value: past the first chunk, so decoded in memory.
+	big := [][]byte{make([]byte, 5<<20), []byte("b")}
+	_, _ = rng.Read(big[0])
+	path := filepath.Join(root, "stats.parquet")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := parquet.NewGenericWriter[streamRow](f, parquet.Compression(&parquet.Snappy), parquet.PageBufferSize(1<<30))
+	for i, r := range big {
+		if _, err := w.Write([]streamRow{{ID: int64(i), Data: r}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	info, _ := f.Stat()
+	f.Close()
+	withStats := FileRef{Path: "stats.parquet", Key: "stats.parquet", Size: info.Size(), ID: "1"}
+	for _, tc := range []struct {
+		name  string
+		ref   FileRef
+		rows  [][]byte
+		spill int64
+	}{
+		{"page within SpillAbove", small, rows, 4 << 20},
+		{"page declined", withStats, big, 1 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ks := &keyedStore{Storage: st, reads: map[string][][2]int64{}}
+			p := NewPageFetcher(ks, PageFetcherOptions{Cache: NewMemCache(64 << 20), SpillAbove: tc.spill, SpillDir: t.TempDir()})
+			buf := make([]byte, 4096)
+			for pass := range 3 {
+				for i, want := range tc.rows {
+					n, err := p.ValueAt(context.Background(), tc.ref, "data", int64(i), buf, 0)
+					if err != nil || !bytes.Equal(buf[:n], want[:min(len(want), len(buf))]) {
+						t.Fatalf("pass %d, row %d: %d bytes, %v", pass, i, n, err)
+					}
+				}
+			}
+			// Each byte of the file read at most once (the tail's first
+			// guess may overlap what follows it): the page once, in one
+			// read or its first chunk and the rest.
+			var read int64
+			for _, r := range ks.take()[tc.ref.Key] {
+				read += r[1]
+			}
+			if read > tc.ref.Size+64<<10 {
+				t.Fatalf("%d bytes read for 3 passes over a file of %d", read, tc.ref.Size)
+			}
+			if s := p.Stats(); s.PagesStreamed != 0 || s.PagesDecoded != 1 {
+				t.Fatalf("%d pages streamed, %d decoded; want the page decoded once in memory", s.PagesStreamed, s.PagesDecoded)
+			}
+		})
+	}
+}

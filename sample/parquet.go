@@ -55,6 +55,10 @@ type PageFetcher struct {
 	spill      *spillStore // nil: no spilling
 	spillAbove int64
 	streaming  flight.Group[CacheKey, []byte] // pages being decoded as a stream (pagestream.go)
+	// declinedPages: large pages found not to be decoded as a stream
+	// (their reads skip the look at their header); a bounded count.
+	declinedMu    sync.Mutex
+	declinedPages *lru.Cache[CacheKey, struct{}] // guarded by declinedMu
 
 	spareMu sync.Mutex
 	spares  *lru.Cache[string, *spare] // guarded by spareMu; data-page bytes of tail reads by file, cost their bytes
@@ -108,7 +112,7 @@ func NewPageFetcher(st storage.Storage, opts PageFetcherOptions) *PageFetcher {
 		opts.MaxOpenFiles = 64
 	}
 	p := &PageFetcher{st: st, cache: opts.Cache, readAhead: opts.ReadAhead, coalesce: opts.Coalesce, files: lru.New[string, *openFile](int64(opts.MaxOpenFiles), nil),
-		spares: lru.New[string, *spare](spareBytes, nil)}
+		spares: lru.New[string, *spare](spareBytes, nil), declinedPages: lru.New[CacheKey, struct{}](4096, nil)}
 	if pf, ok := opts.Cache.(Prefetcher); ok && opts.ReadAhead > 0 {
 		p.pf = pf
 	}
