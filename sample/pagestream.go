@@ -89,6 +89,13 @@ func (p *PageFetcher) streamed(ctx context.Context, ref FileRef, column string, 
 			l.head = head
 			return nil, nil
 		}
+		if isSpillError(err) {
+			// No room for the spill file (a full disk): decoded in
+			// memory, as before there were spill files; not declined,
+			// so that the next read tries again.
+			l.head = head
+			return nil, nil
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -149,7 +156,7 @@ func (p *PageFetcher) streamPage(ctx context.Context, ref FileRef, column string
 	}
 	f, err := p.spill.create()
 	if err != nil {
-		return nil, fmt.Errorf("column %s: a spill file for a page of %d bytes: %w", name, uncomp, err)
+		return head, &spillError{err}
 	}
 	s := &spillFile{f: f, firstRow: l.pageFirst}
 	defer func() {
@@ -157,8 +164,11 @@ func (p *PageFetcher) streamPage(ctx context.Context, ref FileRef, column string
 			f.Close()
 		}
 	}()
-	w := blockcodec.NewWindow(f, 0, uncomp, streamWindow)
+	w := blockcodec.NewWindow(spillOut{f}, 0, uncomp, streamWindow)
 	if err := w.Literal(body, levels); err != nil {
+		if isSpillError(err) {
+			return head, err
+		}
 		return nil, fmt.Errorf("column %s: the levels of a page: %w", name, err)
 	}
 	codec := of.pq.Meta.RowGroups[l.rgi].Columns[l.leaf].MetaData.Codec
@@ -171,10 +181,13 @@ func (p *PageFetcher) streamPage(ctx context.Context, ref FileRef, column string
 			// A zstd window past streamZstdWindow: read again, whole.
 			return nil, errNotStreamed
 		}
+		if isSpillError(err) {
+			return head, err
+		}
 		return nil, fmt.Errorf("column %s: a %s page: %w", name, codec, err)
 	}
 	if err := w.Flush(); err != nil {
-		return nil, fmt.Errorf("column %s: a spill file for a page of %d bytes: %w", name, uncomp, err)
+		return head, err // a spillError
 	}
 	if w.Len() != uncomp {
 		return nil, fmt.Errorf("column %s: a page decodes to %d bytes, its header says %d", name, w.Len(), uncomp)
@@ -536,4 +549,36 @@ func binaryPackedLen(src []byte, max int) (int, error) {
 		return 0, fmt.Errorf("a DELTA_BINARY_PACKED run of %d values ends after %d", total, int(total)-left)
 	}
 	return pos, nil
+}
+
+// spillOut is a spill file as the decoders' output, its failures marked
+// as spillErrors: a full disk is no damaged page.
+type spillOut struct{ f *os.File }
+
+func (o spillOut) WriteAt(p []byte, off int64) (int, error) {
+	n, err := o.f.WriteAt(p, off)
+	if err != nil {
+		err = &spillError{err}
+	}
+	return n, err
+}
+
+func (o spillOut) ReadAt(p []byte, off int64) (int, error) {
+	n, err := o.f.ReadAt(p, off)
+	if err != nil && !(errors.Is(err, io.EOF) && n == len(p)) {
+		err = &spillError{err}
+	}
+	return n, err
+}
+
+// spillError is a failure of a spill file (to be made, written or read
+// back), not of the page.
+type spillError struct{ err error }
+
+func (e *spillError) Error() string { return "spill file: " + e.err.Error() }
+func (e *spillError) Unwrap() error { return e.err }
+
+func isSpillError(err error) bool {
+	var se *spillError
+	return errors.As(err, &se)
 }

@@ -371,3 +371,26 @@ func TestPageStreamLooksOnce(t *testing.T) {
 		})
 	}
 }
+
+// A spill file that cannot be made (its directory gone, a full disk)
+// costs only memory: the page is decoded in memory, and its reads give
+// the true bytes.
+func TestPageStreamNoSpillRoom(t *testing.T) {
+	root := t.TempDir()
+	st, err := storage.NewLocal(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := streamRows(2 << 20)
+	ref := writeStreamFile(t, root, "x.parquet", rows, &parquet.Snappy, 1, false)
+	p := NewPageFetcher(st, PageFetcherOptions{Cache: NewMemCache(1 << 20), SpillAbove: 256 << 10, SpillDir: filepath.Join(t.TempDir(), "gone")})
+	for i, want := range rows {
+		got, err := readStreamed(p, ref, int64(i), 1<<20)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("row %d: %d bytes (want %d), %v", i, len(got), len(want), err)
+		}
+	}
+	if s := p.Stats(); s.PagesStreamed != 0 || s.PagesDecoded == 0 {
+		t.Fatalf("%d pages streamed, %d decoded: want the page decoded in memory", s.PagesStreamed, s.PagesDecoded)
+	}
+}
