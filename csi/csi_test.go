@@ -249,16 +249,7 @@ func TestMountServerDies(t *testing.T) {
 	}
 	want := samples(t, b)
 	pid := p.d.ms.byTarget[a].rec.PID
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(p.log.String(), "a mount's server died") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no line says the server died: %s", p.log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	p.killServer(t, pid)
 	if n := strings.Count(p.log.String(), "a mount's server died"); n != 1 {
 		t.Errorf("%d lines for one death", n)
 	}
@@ -352,16 +343,7 @@ func TestAdoptedMountServerDies(t *testing.T) {
 	if m := p2.d.ms.byTarget[target]; m == nil || m.conn == nil {
 		t.Fatalf("the restarted plugin did not adopt and hold the mount: %s", p2.log.String())
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(p2.log.String(), "a mount's server died") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no line says the server died: %s", p2.log.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	p2.killServer(t, pid)
 	for _, e := range want {
 		if _, err := os.ReadFile(filepath.Join(target, "latest", "shard", "0", e.Name())); !errors.Is(err, syscall.EIO) {
 			t.Fatalf("a read under the dead adopted mount: %v, want EIO", err)
@@ -435,5 +417,19 @@ func TestPublishFailsWithTheMountsError(t *testing.T) {
 	err = p.publish("vol", target, map[string]string{"table": table(t), "shards": "0"}, nil)
 	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "shards") {
 		t.Fatalf("%v, want the mount's refusal of --shards 0", err)
+	}
+}
+
+// killServer kills the mount server pid and waits (10 s at most) for the
+// plugin's line saying it died.
+func (p *plugin) killServer(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.log.String(), "a mount's server died"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no line says the server died: %s", p.log.String())
+		}
 	}
 }

@@ -100,20 +100,7 @@ func TestCatalogMountUC(t *testing.T) {
 	// Dropped while mounted: gone at the next listing, and ENOENT.
 	dropped := filepath.Join(m.Dir, ucTable(browseTables[1]))
 	f.uc.DropTable(ucName(browseTables[1]))
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, err := os.Stat(dropped)
-		if errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dropped table still there after 20s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if _, err := os.ReadDir(filepath.Join(dropped, "version")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("dropped table's version/: %v, want ENOENT", err)
-	}
+	waitDropped(t, dropped)
 	if !strings.Contains(m.Log(), "table no longer listed; released") {
 		t.Fatalf("no line about the dropped table:\n%s", m.Log())
 	}
@@ -179,20 +166,7 @@ func TestCatalogMountSharing(t *testing.T) {
 
 	dropped := filepath.Join(dir, sharedName(browseTables[1]))
 	f.srv.DropTable("share", "default", sharedName(browseTables[1]))
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		_, err := os.Stat(dropped)
-		if errors.Is(err, os.ErrNotExist) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("dropped table still there after 20s: %v", err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if _, err := os.ReadDir(filepath.Join(dropped, "version")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("dropped table's version/: %v, want ENOENT", err)
-	}
+	waitDropped(t, dropped)
 
 	// A table shared while mounted appears at the next listing.
 	late := t.TempDir()
@@ -200,7 +174,7 @@ func TestCatalogMountSharing(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.srv.AddTable(t, "share", "default", "late", late)
-	deadline = time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		_, err := os.ReadDir(filepath.Join(dir, "late", "version", "0"))
 		if err == nil {
@@ -314,4 +288,23 @@ func TestCatalogMountRefused(t *testing.T) {
 		t.Fatalf("token shown or left mounted: %s", line)
 	}
 	t.Log(line)
+}
+
+// waitDropped waits (20 s at most) until the dropped table's directory
+// is gone from its catalog mount, and checks that what was under it
+// answers ENOENT.
+func waitDropped(t *testing.T, dropped string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, err := os.Stat(dropped)
+		if errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dropped table still there after 20s: %v", err)
+		}
+	}
+	if _, err := os.ReadDir(filepath.Join(dropped, "version")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("dropped table's version/: %v, want ENOENT", err)
+	}
 }

@@ -153,9 +153,16 @@ func (m *Mount) Wait(timeout time.Duration) (exited bool, err error) {
 // until MOUNT/latest exists, and unmounts in t.Cleanup.
 func Start(t testing.TB, bin, table string, flags ...string) *Mount {
 	t.Helper()
+	return start(t, bin, table, "latest", flags)
+}
+
+// start runs the mount on a fresh directory (startAt), unmounting it and
+// showing its log on failure in t.Cleanup.
+func start(t testing.TB, bin, location, ready string, flags []string) *Mount {
+	t.Helper()
 	RequireFUSE(t)
 	dir := Mountpoint(t)
-	m, err := StartAt(bin, table, dir, flags...)
+	m, err := startAt(bin, location, dir, ready, flags)
 	if m != nil {
 		t.Cleanup(func() {
 			_ = m.Stop()
@@ -187,24 +194,7 @@ func StartAt(bin, table, dir string, flags ...string) (*Mount, error) {
 // PROFILE.share, ...): no MOUNT/latest, only the catalog's directories.
 func StartCatalog(t testing.TB, bin, location string, flags ...string) *Mount {
 	t.Helper()
-	RequireFUSE(t)
-	dir := Mountpoint(t)
-	m, err := startAt(bin, location, dir, "", flags)
-	if m != nil {
-		t.Cleanup(func() {
-			_ = m.Stop()
-			if Mounted(dir) {
-				Unmount(dir)
-			}
-			if t.Failed() {
-				t.Logf("mount log:\n%s", m.Log())
-			}
-		})
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return start(t, bin, location, "", flags)
 }
 
 // startAt starts the mount and waits for the log line and, unless ready
