@@ -38,84 +38,143 @@ func DefaultPrefill() int64 {
 
 type prefillJob struct {
 	sh  *sample.Shard
-	ids []uint64 // node ids of samples of sh, in listing order
+	ids []uint64  // node ids of samples of sh, in listing order
+	at  time.Time // when the listing queued it
 }
 
 type prefiller struct {
 	root   *Root
 	budget int64
-	jobs   chan prefillJob
-	start  sync.Once // the pushing goroutine, started by the first listing
+	start  sync.Once     // the pushing goroutines, started by the first listing
+	wake   chan struct{} // a job was queued (capacity 1)
+
+	mu       sync.Mutex
+	pending  []prefillJob // guarded by mu; in listing order
+	queued   int          // guarded by mu; ids in pending
+	reserved int64        // guarded by mu; bytes pushed plus bytes pending
 
 	used   atomic.Int64 // bytes pushed
 	files  atomic.Int64 // files pushed
-	missed atomic.Int64 // files not pushed: budget spent, queue full or kernel forgot them
+	missed atomic.Int64 // files not pushed: budget spent, queue full, a failed read, or the kernel forgot them
 }
 
-// prefillQueue bounds the listings waiting to be pushed.
-const prefillQueue = 256
+const (
+	// prefillWorkers read and push listings side by side: a read from
+	// the disk cache after a remount waits on the disk, and one reader
+	// alone left the epoch's first files to READ.
+	prefillWorkers = 4
+	// prefillPending bounds the ids waiting to be pushed (8 bytes each):
+	// listings faster than the pushing wait for it, up to this many.
+	prefillPending = 1 << 22
+	// prefillSettle is how long after its listing a job's first store
+	// waits: the listing's reply may still be on its way to the kernel.
+	prefillSettle = time.Millisecond
+)
 
 func newPrefiller(r *Root, budget int64) *prefiller {
-	return &prefiller{root: r, budget: budget, jobs: make(chan prefillJob, prefillQueue)}
+	return &prefiller{root: r, budget: budget, wake: make(chan struct{}, 1)}
 }
 
-// queue asks for the samples ids of sh to be pushed, without waiting (a
-// full queue drops them: they are read as usual). It is called while
-// serving a listing, so the server is serving: the goroutine it starts
-// the first time ends when the server does (a Root that never served, or
-// never listed, starts none).
+// queue asks for the samples ids of sh to be pushed, without waiting. The
+// budget is reserved here, in listing order, so the bytes queued never
+// pass it; ids past it, or past prefillPending, are dropped (they are
+// read as usual). It is called while serving a listing, so the server is
+// serving: the goroutines it starts the first time end when the server
+// does (a Root that never served, or never listed, starts none).
 func (p *prefiller) queue(sh *sample.Shard, ids []uint64) {
-	if p == nil || len(ids) == 0 || p.used.Load() >= p.budget {
+	if p == nil || len(ids) == 0 {
 		return
 	}
 	s := p.root.server
 	if s == nil {
 		return
 	}
+	p.mu.Lock()
+	kept := make([]uint64, 0, len(ids))
+	for i, id := range ids {
+		size := sh.Size(sh.Local(int64(id & (maxItem - 1))))
+		if size <= 0 {
+			continue
+		}
+		if p.reserved+size > p.budget || p.queued+len(kept) >= prefillPending {
+			p.missed.Add(int64(len(ids) - i))
+			break
+		}
+		p.reserved += size
+		kept = append(kept, id)
+	}
+	if len(kept) > 0 {
+		p.pending = append(p.pending, prefillJob{sh: sh, ids: kept, at: time.Now()})
+		p.queued += len(kept)
+	}
+	p.mu.Unlock()
+	if len(kept) == 0 {
+		return
+	}
 	p.start.Do(func() {
-		served := make(chan struct{})
-		go func() { s.Wait(); close(served) }()
-		go p.run(served)
+		ctx, cancel := context.WithCancel(context.Background())
+		// A read in flight when the server ends is cancelled: one stuck
+		// in storage must not outlive the mount.
+		go func() { s.Wait(); cancel() }()
+		for range prefillWorkers {
+			go p.run(ctx)
+		}
 	})
+	p.signal()
+}
+
+func (p *prefiller) signal() {
 	select {
-	case p.jobs <- prefillJob{sh: sh, ids: ids}:
+	case p.wake <- struct{}{}:
 	default:
-		p.missed.Add(int64(len(ids)))
 	}
 }
 
-// run pushes the queued listings until served is closed, which also
-// cancels a read in flight (one stuck in storage must not outlive the
-// mount).
-func (p *prefiller) run(served <-chan struct{}) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		<-served
-		cancel()
-	}()
+// pop takes the oldest job, waking another worker if more wait.
+func (p *prefiller) pop() (prefillJob, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.pending) == 0 {
+		p.pending = nil // let a drained backlog's array go
+		return prefillJob{}, false
+	}
+	job := p.pending[0]
+	p.pending[0] = prefillJob{}
+	p.pending = p.pending[1:]
+	p.queued -= len(job.ids)
+	if len(p.pending) > 0 {
+		p.signal()
+	}
+	return job, true
+}
+
+// unreserve gives back the budget of a sample not pushed.
+func (p *prefiller) unreserve(size int64) {
+	p.mu.Lock()
+	p.reserved -= size
+	p.mu.Unlock()
+	p.missed.Add(1)
+}
+
+// run pushes queued listings until ctx ends.
+func (p *prefiller) run(ctx context.Context) {
 	var buf []byte
 	for {
-		var job prefillJob
-		select {
-		case <-ctx.Done():
-			return
-		case job = <-p.jobs:
+		job, ok := p.pop()
+		if !ok {
+			select {
+			case <-ctx.Done():
+				return
+			case <-p.wake:
+			}
+			continue
 		}
-		// The reply carrying these entries may still be on its way to
-		// the kernel: give it a moment before the first store.
-		time.Sleep(time.Millisecond)
-		for i, id := range job.ids {
+		if d := time.Until(job.at.Add(prefillSettle)); d > 0 {
+			time.Sleep(d)
+		}
+		for _, id := range job.ids {
 			pos := job.sh.Local(int64(id & (maxItem - 1)))
 			size := job.sh.Size(pos)
-			if size <= 0 {
-				continue
-			}
-			if p.used.Add(size) > p.budget {
-				p.used.Add(-size)
-				p.missed.Add(int64(len(job.ids) - i))
-				break
-			}
 			if int64(cap(buf)) < size {
 				buf = make([]byte, size)
 			}
@@ -125,19 +184,17 @@ func (p *prefiller) run(served <-chan struct{}) {
 			}
 			if err != nil || int64(n) != size {
 				// The reader's own READ will meet the error and say it.
-				p.used.Add(-size)
-				p.missed.Add(1)
+				p.unreserve(size)
 				continue
 			}
-			st := p.store(id, buf[:n])
-			switch st {
+			switch p.store(id, buf[:n]) {
 			case fuse.OK:
+				p.used.Add(size)
 				p.files.Add(1)
 			case fuse.Status(syscall.ENODEV), fuse.Status(syscall.EBADF):
 				return // unmounted
 			default:
-				p.used.Add(-size)
-				p.missed.Add(1)
+				p.unreserve(size)
 			}
 		}
 	}

@@ -108,6 +108,31 @@ func TestPrefillServesReadsWithoutRequests(t *testing.T) {
 	}
 }
 
+// TestPrefillKeepsUpWithALongListing: a listing of many samples, which
+// the kernel reads far faster than they are pushed, has every sample
+// pushed: none is dropped for a full queue (the first cut queued at most
+// 256 listing replies and slept a millisecond per reply, so a listing of
+// 60,000 samples lost one in six and pushed the rest over 2.4 s).
+func TestPrefillKeepsUpWithALongListing(t *testing.T) {
+	const n = 20000
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: digits(n, 0)}}, nil, nil)
+	mnt, root := mountPrefill(t, tbl, 1<<30)
+	sd := filepath.Join(mnt, "version", "0", "shard", "0")
+	if _, err := os.ReadDir(sd); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if _, files := prefilled(root); files == n {
+			break
+		}
+	}
+	st := root.PrefillStats()
+	if files, _ := st["files"].(int64); files != n || st["missed"].(int64) != 0 {
+		t.Fatalf("prefill after a listing of %d samples: %v, want all pushed and none missed", n, st)
+	}
+}
+
 // prefillGoroutines counts the goroutines running the prefill.
 func prefillGoroutines() int {
 	buf := make([]byte, 4<<20)
@@ -143,8 +168,8 @@ func TestPrefillEndsWithTheMount(t *testing.T) {
 				break
 			}
 		}
-		if _, files := prefilled(root); files != 50 || prefillGoroutines() != before+1 {
-			t.Fatalf("%d files pushed by %d goroutines, want 50 by 1", files, prefillGoroutines()-before)
+		if _, files := prefilled(root); files != 50 || prefillGoroutines() <= before {
+			t.Fatalf("%d files pushed by %d goroutines, want 50 by at least 1", files, prefillGoroutines()-before)
 		}
 	})
 	// The subtest's cleanup unmounted it.
