@@ -41,31 +41,45 @@ func s3WorkloadRun(b *bench) error {
 	if err != nil {
 		return err
 	}
-	fake, err := s3test.ServeFake(nil)
+	s3, stop, err := b.s3Table(name, table)
 	if err != nil {
 		return err
 	}
-	defer fake.Stop()
+	defer stop()
+	b.note("%s: %s in gofakes3 behind Toxiproxy adding %d ms to every answer, on loopback; cold epochs on fresh mounts with an empty cache", s3Workload, name, *s3Latency)
+	return b.remoteEpochs(s3Store, s3[0], table, dataBytes, s3[1:]...)
+}
+
+// s3Table uploads the local table to an in-process gofakes3 as bench/name,
+// behind a Toxiproxy adding -s3-latency-ms to every answer, sets the
+// credentials the mount reads from the environment, and returns the
+// table's location followed by the mount flags that reach it, and what
+// stops the servers.
+func (b *bench) s3Table(name, table string) (locFlags []string, stop func(), err error) {
+	fake, err := s3test.ServeFake(nil)
+	if err != nil {
+		return nil, nil, err
+	}
 	ctx := context.Background()
 	if _, err := s3test.NewClient(fake.Endpoint).CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("bench")}); err != nil {
-		return err
+		fake.Stop()
+		return nil, nil, err
 	}
 	if _, err := s3test.Upload(ctx, fake.Endpoint, "bench", name, table); err != nil {
-		return err
+		fake.Stop()
+		return nil, nil, err
 	}
 	proxy, err := latencyProxy(fake.Endpoint, *s3Latency)
 	if err != nil {
-		return err
+		fake.Stop()
+		return nil, nil, err
 	}
-	defer proxy.Stop()
 	for k, v := range map[string]string{
 		"AWS_ACCESS_KEY_ID": s3test.AccessKey, "AWS_SECRET_ACCESS_KEY": s3test.SecretKey,
 		"AWS_EC2_METADATA_DISABLED": "true",
 	} {
 		os.Setenv(k, v)
 	}
-	loc := "s3://bench/" + name
-	s3flags := []string{"--s3-endpoint", proxy.Endpoint, "--s3-path-style", "--s3-region", s3test.Region}
-	b.note("%s: %s in gofakes3 behind Toxiproxy adding %d ms to every answer, on loopback; cold epochs on fresh mounts with an empty cache", s3Workload, name, *s3Latency)
-	return b.remoteEpochs(s3Store, loc, table, dataBytes, s3flags...)
+	return []string{"s3://bench/" + name, "--s3-endpoint", proxy.Endpoint, "--s3-path-style", "--s3-region", s3test.Region},
+		func() { proxy.Stop(); fake.Stop() }, nil
 }

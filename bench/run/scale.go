@@ -97,6 +97,7 @@ func scaleFigures() []figure {
 			figure{w + ": second `ls -f` of the shard (entries/s)", p + "second ls -f", "", "report", nil},
 			figure{w + ": `find MOUNT/version/N -type f`, lines counted (s)", p + "find -type f", "", "report", nil},
 			figure{w + ": epoch, 8 threads, no disk cache (files/s)", p + "epoch 8t", "", "report", nil},
+			figure{w + ": kernel slab growth per sample, epoch 8 threads (bytes; dentries and inodes of the FUSE mount and the overlay)", p + "kernel slab growth per sample, epoch 8t", "", "report", nil},
 		)
 	}
 	fs = append(fs,
@@ -331,6 +332,10 @@ func (b *bench) scaleRun(sp scaleSpec, table, tmpfs string, r int) error {
 	// An epoch: every sample once, 8 threads, in _samples.tsv order.
 	epochLimit := max(lim.step, time.Duration(float64(n)/lim.epochFloor*float64(time.Second)))
 	var files float64
+	mi2, err := meminfo()
+	if err != nil {
+		return err
+	}
 	_, err = g.run("epoch", epochLimit, func(ctx context.Context) error {
 		var err error
 		files, _, err = b.readloopCtx(ctx, scaleThreads, root)
@@ -340,6 +345,12 @@ func (b *bench) scaleRun(sp scaleSpec, table, tmpfs string, r int) error {
 		return fmt.Errorf("at the epoch: %w", err)
 	}
 	b.add(w+"/epoch 8t", "files/s", files)
+	// What the epoch's opens hold in the kernel: a dentry and a FUSE inode
+	// per file, and with the overlays (the default) an overlay dentry and
+	// inode on top; reclaimable, not bounded by --kernel-inodes.
+	if mi3, err := meminfo(); err == nil {
+		b.add(w+"/kernel slab growth per sample, epoch 8t", "bytes", float64(mi3["Slab"]-mi2["Slab"])*1024/float64(n))
+	}
 
 	after, err := g.rss()
 	if err != nil {
