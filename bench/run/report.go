@@ -68,6 +68,8 @@ func figures() []figure {
 	}
 	for _, t := range []string{"1t", "8t"} {
 		fs = append(fs, figure{"cold epoch / in-process decode (100 KB, " + t + ")", "jpeg-100KB/" + t + "/deltafs cold", "jpeg-100KB/in-process parquet-go decode", "≥ 0.7", atLeast(0.7)})
+		fs = append(fs, figure{"cold epoch / FUSE floor, a fresh mount serving 100 KB files from memory (100 KB, " + t + ")", "jpeg-100KB/" + t + "/deltafs cold", "jpeg-100KB/" + t + "/FUSE floor cold", "report", nil})
+		fs = append(fs, figure{"FUSE floor cold / in-process decode: the most a FUSE mount transfers (100 KB, " + t + ")", "jpeg-100KB/" + t + "/FUSE floor cold", "jpeg-100KB/in-process parquet-go decode", "report", nil})
 	}
 	fs = append(fs,
 		figure{"ImageFolder epoch 1: mount / local disk", "mnist-784B/imagefolder/deltafs epoch 1", "mnist-784B/imagefolder/local disk epoch 1", "≥ 0.8", atLeast(0.8)},

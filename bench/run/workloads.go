@@ -310,6 +310,18 @@ func largeWorkload(b *bench) error {
 				return err
 			}
 			b.add(fmt.Sprintf("%s/%dt/tmpfs", w, t), "MB/s", mb)
+			// The FUSE transfer rate alone: the floor serves the same
+			// number of 100 KB files from memory, a fresh mount.
+			f, err := b.mountFloor(n, size)
+			if err != nil {
+				return err
+			}
+			_, mb, err = b.readloop(t, f.dir)
+			f.unmount()
+			if err != nil {
+				return err
+			}
+			b.add(fmt.Sprintf("%s/%dt/FUSE floor cold", w, t), "MB/s", mb)
 			if err := b.epochs(w, table, t, "MB/s"); err != nil {
 				return err
 			}
