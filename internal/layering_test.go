@@ -38,6 +38,8 @@ var layers = []struct {
 	// the log, though it serves a table as a store.
 	{"catalogs", []string{"catalog", "storage/sharing"}},
 	// The page reader: below sample, which reads its values through it.
+	// Package cache imports neither (cache.KeyIn takes a page.Key by its
+	// fields), for page's and sample's tests use the cache.
 	{"page", []string{"page"}},
 	{"sample", []string{"sample"}},
 	// gds reads the disk cache's files where their extents say.

@@ -8,11 +8,12 @@ import (
 	"github.com/deltafs/deltafs/internal/lru"
 )
 
-// Key names one cached unit of bytes derived from a data file. It
-// mirrors cache.Key (the persistent cache's key) minus the table, which the
-// adapter adds: File is the data file path, Version its identity guard (its
-// size), Column the physical column, Unit the part ("rg/page", a deletion
-// vector id, ...).
+// Key names one cached unit of bytes derived from a data file: File is the
+// data file path, Version its identity guard (FileRef.Identity), Column the
+// physical column, Unit the part ("rg/page", a deletion vector id, ...).
+// It is the persistent cache's key (cache.Key) minus the table, which
+// cache.KeyIn adds: its fields must stay those of cache.FileKey, or the
+// callers of KeyIn stop compiling. FileRef.CacheKey makes a file's keys.
 type Key struct {
 	Kind    string
 	File    string

@@ -11,9 +11,9 @@
 // it (as a sample.Fetcher and sample.RangeFetcher) and keeps its own units
 // (file indexes, rendered JSON, encoded images, samples) in the same Cache
 // under keys of the same shape. A Key names a unit of one data file
-// (FileRef); the table it belongs to is added where the persistent cache's
-// key (cache.Key) is made, so that this package and sample stand below the
-// cache.
+// (FileRef.CacheKey makes every one); the table it belongs to is added by
+// cache.KeyIn, the one place a persistent cache key (cache.Key) is made
+// from it, so that this package and sample stand below the cache.
 //
 // Not every read of Parquet is a page read. Package scan reads the id,
 // class and filter columns a whole column chunk of a row group at a time

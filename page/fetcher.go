@@ -706,8 +706,10 @@ func (p *Fetcher) ValueAt(ctx context.Context, ref FileRef, column string, row i
 	return packed.CopyAt(b, packed.Value(blob, i), off), nil
 }
 
+// pageKey is the key of the decoded page unit ("rg/page", or "rg/all"
+// for a chunk read whole) of column of ref.
 func (p *Fetcher) pageKey(ref FileRef, column, unit string) Key {
-	return Key{Kind: "page", File: ref.Path, Version: ref.Identity(), Column: column, Unit: unit}
+	return ref.CacheKey("page", column, unit)
 }
 
 // prefetch offers the pages after page pi of a column chunk to the cache's

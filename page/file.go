@@ -30,3 +30,10 @@ func (r FileRef) Identity() string {
 	}
 	return strconv.FormatInt(r.Size, 10)
 }
+
+// CacheKey is the key of unit unit of column of the file, of kind kind:
+// every key of a data file's units is made here, so that each carries the
+// file's path and identity.
+func (r FileRef) CacheKey(kind, column, unit string) Key {
+	return Key{Kind: kind, File: r.Path, Version: r.Identity(), Column: column, Unit: unit}
+}

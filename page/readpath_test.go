@@ -185,9 +185,7 @@ func TestReadTailErrors(t *testing.T) {
 // read-ahead, as the mount wires it.
 type prefetchCache struct{ c *cache.Cache }
 
-func (a prefetchCache) key(k Key) cache.Key {
-	return cache.Key{Kind: k.Kind, File: k.File, Version: k.Version, Column: k.Column, Unit: k.Unit}
-}
+func (a prefetchCache) key(k Key) cache.Key { return cache.KeyIn("", k) }
 
 func (a prefetchCache) Get(ctx context.Context, k Key, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
 	return a.c.Get(ctx, a.key(k), fetch)

@@ -25,8 +25,9 @@ const tailGuess = pqcheck.TailGuess
 // before the tail is kept, and again, in memory, each time parquet-go
 // opens the file from it.
 
+// tailKey is the key of ref's tail.
 func tailKey(ref FileRef) Key {
-	return Key{Kind: "tail", File: ref.Path, Version: ref.Identity()}
+	return ref.CacheKey("tail", "", "")
 }
 
 // readTail reads and checks the tail of a file of size bytes through r.

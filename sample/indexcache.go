@@ -23,8 +23,7 @@ const indexFormat = "idx2"
 
 // indexKey is the cache key of a file's index; spec is resolved.fileSpec.
 func indexKey(f *snapshot.AddFile, ref page.FileRef, spec string) page.Key {
-	return page.Key{Kind: "index", File: f.Path, Version: ref.Identity(),
-		Column: indexFormat + ":" + hashString(spec), Unit: f.DeletionVector.UniqueID()}
+	return ref.CacheKey("index", indexFormat+":"+hashString(spec), f.DeletionVector.UniqueID())
 }
 
 // The encoding: little-endian, every slice as its length (uvarint) and

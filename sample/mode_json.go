@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/deltafs/deltafs/internal/packed"
-	"github.com/deltafs/deltafs/page"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -42,7 +41,7 @@ func (jsonMode) sampleKey(v *Version, row int64) (string, string) {
 // rendering cached: reads will want it soon.
 func (jsonMode) index(ctx context.Context, b *fileBuild) error {
 	v, f, fs := b.v, b.f, b.fs
-	fs.jsonKey = page.Key{Kind: "json", File: f.Path, Version: fs.ref.Identity(), Column: v.schemaID(), Unit: f.DeletionVector.UniqueID()}
+	fs.jsonKey = fs.ref.CacheKey("json", v.schemaID(), f.DeletionVector.UniqueID())
 	var want []int64 // the rows to render; nil: every live row
 	if b.filtered {
 		// The rows the filter keeps, and a key of their own (another

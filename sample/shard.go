@@ -618,7 +618,7 @@ func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
 func (sh *Shard) SampleKey(pos int) (page.Key, error) {
 	sg, li := sh.seg(pos)
 	col, unit := sh.r.mode.sampleKey(sh.v, sg.fs.row(li))
-	return page.Key{Kind: "sample", File: sg.ref.Path, Version: sg.ref.Identity(), Column: col, Unit: unit}, nil
+	return sg.ref.CacheKey("sample", col, unit), nil
 }
 
 // Fill reads what the sample at pos needs into the caches without encoding

@@ -16,9 +16,7 @@ type cacheHandle struct {
 	onRead func(k cache.Key, n int) // Options.OnCacheRead; may be nil
 }
 
-func (h cacheHandle) key(k page.Key) cache.Key {
-	return cache.Key{Kind: k.Kind, Table: h.table, File: k.File, Version: k.Version, Column: k.Column, Unit: k.Unit}
-}
+func (h cacheHandle) key(k page.Key) cache.Key { return cache.KeyIn(h.table, k) }
 
 func (h cacheHandle) Get(ctx context.Context, k page.Key, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
 	key := h.key(k)
