@@ -24,7 +24,7 @@ import (
 )
 
 // parquetTable is a one-version table of real Parquet files: the real
-// PageFetcher reads its pixels; Rows decodes id and label with parquet-go
+// page.Fetcher reads its pixels; Rows decodes id and label with parquet-go
 // directly (standing in for package scan).
 type parquetTable struct {
 	dir  string
