@@ -26,6 +26,25 @@ type Key struct {
 	Unit    string // unit within the file/column: page index, row range, byte range
 }
 
+// FileKey is a key of one data file's unit without its table: page.Key,
+// the key the page reader and the sample layer give their units, is one
+// (its fields are these, so a page.Key is a FileKey). Package cache does
+// not import page: page's and sample's tests use the cache.
+type FileKey = struct {
+	Kind    string
+	File    string
+	Version string
+	Column  string
+	Unit    string
+}
+
+// KeyIn is the key of unit k of a data file of table: the one place where
+// a unit's key is completed with its table (the table's cache handle and
+// the disk-cache extents, package cache/materialize, both use it).
+func KeyIn(table string, k FileKey) Key {
+	return Key{Kind: k.Kind, Table: table, File: k.File, Version: k.Version, Column: k.Column, Unit: k.Unit}
+}
+
 // maxKeyText bounds a key's text so that a header stays small.
 const maxKeyText = 60 << 10
 

@@ -16,6 +16,7 @@ import (
 	"github.com/deltafs/deltafs/fusefs"
 	"github.com/deltafs/deltafs/fusefs/mounttest"
 	"github.com/deltafs/deltafs/internal/testkit"
+	"github.com/deltafs/deltafs/page"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
@@ -23,7 +24,7 @@ import (
 )
 
 // parquetTable is a one-version table of real Parquet files: the real
-// PageFetcher reads its pixels; Rows decodes id and label with parquet-go
+// page.Fetcher reads its pixels; Rows decodes id and label with parquet-go
 // directly (standing in for package scan).
 type parquetTable struct {
 	dir  string
@@ -151,7 +152,7 @@ func TestReadRealParquet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fetcher := sample.NewPageFetcher(st, sample.PageFetcherOptions{})
+	fetcher := page.NewFetcher(st, page.Options{})
 	s, err := sample.New(sample.Options{Table: pt, Rows: pt, Fetcher: fetcher,
 		Spec:    sample.Spec{Image: sample.Image{H: 28, W: 28, C: 1}, ClassColumn: "label"},
 		FileKey: func(_ *snapshot.Snapshot, p string) (string, error) { return p, nil }})

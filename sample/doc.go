@@ -137,11 +137,12 @@
 // # Reading
 //
 // Reading a sample reads only its data column's value: the Fetcher
-// (PageFetcher for Parquet) opens a data file once, finds the row's page
-// through the offset index and keeps decoded pages in a BlobCache keyed by
-// (file, size, column, row group/page). BlobCache is the seam for the
-// persistent cache (cache.Cache fits through a small adapter); MemCache is
-// the built-in strict LRU. Encoded images larger than 64 KiB (read by the
+// (page.Fetcher for Parquet; package page owns reading a page) opens a
+// data file once, finds the row's page through the offset index and keeps
+// decoded pages in a page.Cache keyed by (file, size, column, row
+// group/page). page.Cache is the seam for the persistent cache
+// (cache.Cache fits through a small adapter); page.MemCache is the
+// built-in strict LRU. Encoded images larger than 64 KiB (read by the
 // kernel in several requests) are kept in a small LRU so each is encoded
 // once; smaller ones are encoded per read, which is cheaper than caching.
 //
@@ -164,8 +165,8 @@
 // pixels have the wrong length fails with a SampleError: never a wrong
 // image.
 //
-// Every cache key of a data file carries its store identity (FileRef.ID:
-// the ETag, else size and modification time), so a file replaced by
-// another of the same name and size is never served from the old one's
-// entries.
+// Every cache key of a data file carries its store identity
+// (page.FileRef.ID: the ETag, else size and modification time), so a file
+// replaced by another of the same name and size is never served from the
+// old one's entries.
 package sample

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/deltafs/deltafs/filter"
+	"github.com/deltafs/deltafs/page"
 	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -18,7 +19,7 @@ import (
 // depends only on (file identity, deletion vector, spec identity) — and,
 // for JSON samples, the schema — so versions sharing a file share it.
 type fileSamples struct {
-	ref     FileRef // the file, with its storage identity
+	ref     page.FileRef // the file, with its storage identity
 	n       int
 	rows    []uint32   // physical row of each live row, ascending; nil: the ordinal (nothing deleted)
 	ids     idColumn   // the ids, as name stems
@@ -27,7 +28,7 @@ type fileSamples struct {
 	sizes   []uint32   // per sample; nil when the mode fixes the size
 	exts    []uint8    // index into extTab; nil when the mode fixes the extension
 	extTab  []string
-	jsonKey CacheKey // jsonMode: the rendered rows of the file
+	jsonKey page.Key // jsonMode: the rendered rows of the file
 	mem     int64    // estimated bytes held
 }
 
@@ -64,8 +65,8 @@ func (fs *fileSamples) ext(r *resolved, i int) string {
 
 // fileKey is the memo key of a file's sample metadata; spec is
 // resolved.fileSpec.
-func fileKey(f *snapshot.AddFile, ref FileRef, spec string) string {
-	return f.Path + "\x00" + ref.identity() + "\x00" + f.DeletionVector.UniqueID() + "\x00" + spec
+func fileKey(f *snapshot.AddFile, ref page.FileRef, spec string) string {
+	return f.Path + "\x00" + ref.Identity() + "\x00" + f.DeletionVector.UniqueID() + "\x00" + spec
 }
 
 // fileSamples returns file i's sample metadata, building it on first use,
@@ -135,7 +136,7 @@ func (b *fileBuild) addRow(row int64) {
 	b.rows = append(b.rows, uint32(row))
 }
 
-func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFile, ref FileRef) (*fileSamples, error) {
+func (v *Version) buildFile(ctx context.Context, r *resolved, f *snapshot.AddFile, ref page.FileRef) (*fileSamples, error) {
 	fs := &fileSamples{ref: ref}
 	bd := &fileBuild{v: v, f: f, fs: fs, dense: true}
 	// The columns to read, each once whatever roles it serves (the id,

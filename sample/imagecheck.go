@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/deltafs/deltafs/filter"
+	"github.com/deltafs/deltafs/page"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -88,7 +89,7 @@ func (v *Version) probeValue(ctx context.Context, f *snapshot.AddFile, column st
 	// Identified as the index build identifies it (one Stat per process),
 	// so that the tail and the page read here are the cache entries its
 	// reads find, not entries of another identity read again.
-	ref, err := fetcher.Identify(ctx, FileRef{Path: f.Path, Key: key, Size: f.Size})
+	ref, err := fetcher.Identify(ctx, page.FileRef{Path: f.Path, Key: key, Size: f.Size})
 	if err != nil {
 		return 0, -1, err
 	}

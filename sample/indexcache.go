@@ -2,14 +2,17 @@ package sample
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 
+	"github.com/deltafs/deltafs/page"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
-// A data file's sample index (fileSamples) is kept in the BlobCache as kind
+// A data file's sample index (fileSamples) is kept in the page.Cache as kind
 // "index", so that a remount with a warm disk cache lists samples without
 // scanning data files again. It is keyed by the content identity of what it
 // is built from: the data file (path and size), its deletion vector, the
@@ -19,9 +22,8 @@ import (
 const indexFormat = "idx2"
 
 // indexKey is the cache key of a file's index; spec is resolved.fileSpec.
-func indexKey(f *snapshot.AddFile, ref FileRef, spec string) CacheKey {
-	return CacheKey{Kind: "index", File: f.Path, Version: ref.identity(),
-		Column: indexFormat + ":" + hashString(spec), Unit: f.DeletionVector.UniqueID()}
+func indexKey(f *snapshot.AddFile, ref page.FileRef, spec string) page.Key {
+	return ref.CacheKey("index", indexFormat+":"+hashString(spec), f.DeletionVector.UniqueID())
 }
 
 // The encoding: little-endian, every slice as its length (uvarint) and
@@ -276,9 +278,9 @@ func (fs *fileSamples) check() error {
 	return nil
 }
 
-// cachedIndex returns a file's sample index from the BlobCache, building
+// cachedIndex returns a file's sample index from the page.Cache, building
 // (and storing) it on a miss. built reports whether it was built here.
-func (v *Version) cachedIndex(ctx context.Context, r *resolved, f *snapshot.AddFile, ref FileRef) (fs *fileSamples, built bool, err error) {
+func (v *Version) cachedIndex(ctx context.Context, r *resolved, f *snapshot.AddFile, ref page.FileRef) (fs *fileSamples, built bool, err error) {
 	key := indexKey(f, ref, r.fileSpec(v))
 	var fresh *fileSamples
 	blob, err := v.s.opts.Cache.Get(ctx, key, func(ctx context.Context) ([]byte, error) {
@@ -307,4 +309,9 @@ func (v *Version) cachedIndex(ctx context.Context, r *resolved, f *snapshot.AddF
 	v.s.log.Warn("rebuilding a sample index the cache holds in an unknown form", "version", v.snap.Version, "file", f.Path, "err", err)
 	fs, err = v.buildFile(ctx, r, f, ref)
 	return fs, err == nil, err
+}
+
+func hashString(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:8])
 }

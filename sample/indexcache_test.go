@@ -3,6 +3,8 @@ package sample
 import (
 	"reflect"
 	"testing"
+
+	"github.com/deltafs/deltafs/page"
 )
 
 // TestIndexEncoding: a file's sample index survives the cache encoding,
@@ -16,7 +18,7 @@ func TestIndexEncoding(t *testing.T) {
 		fs := &fileSamples{n: 3, rows: []uint32{0, 2, 5}, ids: ids,
 			class: []uint16{1, 0, 1}, classes: []classVal{{s: "cat"}, {null: true}},
 			sizes: []uint32{10, 0, 7}, exts: []uint8{0, 1, 0}, extTab: []string{".png", ".bin"},
-			jsonKey: CacheKey{Kind: "json", File: "f"}}
+			jsonKey: page.Key{Kind: "json", File: "f"}}
 		fs.mem = fs.size()
 		blob, err := encodeIndex(fs)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/deltafs/deltafs/filter"
+	"github.com/deltafs/deltafs/page"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -38,7 +39,7 @@ const maxFileRows = 1 << 31
 // (or, without statistics, the Parquet footer) says; the index of a file
 // checks its claim against the rows it actually decodes.
 type layout struct {
-	refs  []FileRef
+	refs  []page.FileRef
 	files []*snapshot.AddFile
 	claim []int64 // live rows by the log; -1: unknown or implausible
 	cum   []int64 // cum[i]: claimed live rows before file i (unknown as 0)
@@ -70,13 +71,13 @@ func (v *Version) newLayout(ctx context.Context, r *resolved, footers bool) (*la
 		}
 		return files[i].Path < files[j].Path
 	})
-	l := &layout{files: files, refs: make([]FileRef, len(files)), claim: make([]int64, len(files)), cum: make([]int64, len(files)+1)}
+	l := &layout{files: files, refs: make([]page.FileRef, len(files)), claim: make([]int64, len(files)), cum: make([]int64, len(files)+1)}
 	for i, f := range files {
 		key, err := v.s.opts.FileKey(v.snap, f.Path)
 		if err != nil {
 			return nil, v.fileErr(f.Path, err)
 		}
-		l.refs[i] = FileRef{Path: f.Path, Key: key, Size: f.Size}
+		l.refs[i] = page.FileRef{Path: f.Path, Key: key, Size: f.Size}
 		if r.filter != nil && v.decision(f) == filter.Some {
 			l.claim[i] = -1
 			filtered = append(filtered, i)

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 // A memo shares one build among concurrent gets, shares the value while
@@ -33,7 +35,7 @@ func TestMemo(t *testing.T) {
 			got[i] = v
 		})
 	}
-	waitUntil(t, "8 gets", func() bool { return m.builds.Waiters("k") == n })
+	testkit.WaitUntil(t, "8 gets", func() bool { return m.builds.Waiters("k") == n })
 	close(release)
 	wg.Wait()
 	for _, v := range got {
@@ -105,7 +107,7 @@ func TestMemoWaiterLeaves(t *testing.T) {
 		}
 		first <- v
 	}()
-	waitUntil(t, "the build", func() bool { return m.builds.Waiters(1) == 1 })
+	testkit.WaitUntil(t, "the build", func() bool { return m.builds.Waiters(1) == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	if _, err := m.get(ctx, 1, build); !errors.Is(err, context.DeadlineExceeded) {

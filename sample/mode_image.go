@@ -123,7 +123,7 @@ func (m *imageMode) content(ctx context.Context, sh *Shard, sg *segment, li int)
 		// encoding again.
 		data, err = render(ctx)
 	} else {
-		key := CacheKey{Kind: "image", File: sg.ref.Path, Version: sg.ref.identity(), Column: m.data.phys, Unit: m.unit(row)}
+		key := sg.ref.CacheKey("image", m.data.phys, m.unit(row))
 		data, err = s.rendered.Get(ctx, key, render)
 	}
 	if err != nil {

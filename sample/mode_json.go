@@ -6,13 +6,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/deltafs/deltafs/internal/packed"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
 // jsonMode: without a data column, a sample is its row as JSON, exactly
 // what `deltafs cat` prints for it (scan.AppendJSON) plus "\n". A file's
 // rows are rendered once, when it is indexed (which measures them), and
-// kept in the BlobCache under fileSamples.jsonKey; reads take their row
+// kept in the page.Cache under fileSamples.jsonKey; reads take their row
 // from that rendering, rendering the file again when it was evicted. The
 // rendering depends on the schema, so the keys of a file's metadata and
 // samples carry the schema's identity (Version.schemaID).
@@ -40,7 +41,7 @@ func (jsonMode) sampleKey(v *Version, row int64) (string, string) {
 // rendering cached: reads will want it soon.
 func (jsonMode) index(ctx context.Context, b *fileBuild) error {
 	v, f, fs := b.v, b.f, b.fs
-	fs.jsonKey = CacheKey{Kind: "json", File: f.Path, Version: fs.ref.identity(), Column: v.schemaID(), Unit: f.DeletionVector.UniqueID()}
+	fs.jsonKey = fs.ref.CacheKey("json", v.schemaID(), f.DeletionVector.UniqueID())
 	var want []int64 // the rows to render; nil: every live row
 	if b.filtered {
 		// The rows the filter keeps, and a key of their own (another
@@ -65,7 +66,7 @@ func (jsonMode) index(ctx context.Context, b *fileBuild) error {
 	}
 	fs.sizes = make([]uint32, len(jrows))
 	for j := range jrows {
-		fs.sizes[j] = uint32(len(blobValue(blob, j)))
+		fs.sizes[j] = uint32(len(packed.Value(blob, j)))
 	}
 	_, _ = v.s.opts.Cache.Get(ctx, fs.jsonKey, func(context.Context) ([]byte, error) { return blob, nil })
 	return nil
@@ -87,10 +88,10 @@ func (jsonMode) content(ctx context.Context, sh *Shard, sg *segment, li int) ([]
 	if err != nil {
 		return nil, sh.readErr(ctx, sg, err)
 	}
-	if blobLen(blob) != fs.n {
-		return nil, sh.readErr(ctx, sg, fmt.Errorf("rendered %d rows, indexed %d", blobLen(blob), fs.n))
+	if packed.Len(blob) != fs.n {
+		return nil, sh.readErr(ctx, sg, fmt.Errorf("rendered %d rows, indexed %d", packed.Len(blob), fs.n))
 	}
-	return blobValue(blob, li), nil
+	return packed.Value(blob, li), nil
 }
 
 // fill renders the file's rows into the cache (when they are not there).
@@ -139,5 +140,5 @@ func (v *Version) renderJSON(ctx context.Context, f *snapshot.AddFile, want []in
 		}
 		vals[j] = buf[o:end]
 	}
-	return packBlob(0, vals, nil), rows, nil
+	return packed.Pack(0, vals, nil), rows, nil
 }

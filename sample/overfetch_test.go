@@ -2,6 +2,7 @@ package sample
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/deltafs/deltafs/internal/pqcheck"
+	"github.com/deltafs/deltafs/page"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
 	"github.com/deltafs/deltafs/writer"
@@ -50,13 +53,16 @@ func (k *keyedStore) take() map[string][][2]int64 {
 	return r
 }
 
-// syncPrefetch is a MemCache whose read-ahead runs at once, in the
+// syncPrefetch is a page.MemCache whose read-ahead runs at once, in the
 // reader's call: what read-ahead fetches is counted before the read
 // returns, without waiting for background fetches.
-type syncPrefetch struct{ *MemCache }
+type syncPrefetch struct{ *page.MemCache }
 
-func (s syncPrefetch) Prefetch(key CacheKey, _ int64, fetch func(ctx context.Context) ([]byte, error)) bool {
-	if _, ok := s.get(key); ok {
+var errNotCached = errors.New("not cached")
+
+func (s syncPrefetch) Prefetch(key page.Key, _ int64, fetch func(ctx context.Context) ([]byte, error)) bool {
+	// Declined when cached: a lookup whose fetch fails keeps nothing.
+	if _, err := s.Get(context.Background(), key, func(context.Context) ([]byte, error) { return nil, errNotCached }); err == nil {
 		return false
 	}
 	_, err := s.Get(context.Background(), key, fetch)
@@ -146,15 +152,15 @@ func pixelIndex(t *testing.T, pf *parquet.File) parquet.OffsetIndex {
 }
 
 // pixelSamples is the sample layer as the mount wires it (ScanRows, a
-// PageFetcher with read-ahead) over the table, 28x28 images by label.
-func pixelSamples(t *testing.T, ks *keyedStore, tbl *snapshot.Log, shards int, layout string) (*Samples, *PageFetcher) {
+// page.Fetcher with read-ahead) over the table, 28x28 images by label.
+func pixelSamples(t *testing.T, ks *keyedStore, tbl *snapshot.Log, shards int, layout string) (*Samples, *page.Fetcher) {
 	t.Helper()
 	rows, err := ScanRows(tbl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pf := NewPageFetcher(ks, PageFetcherOptions{Cache: syncPrefetch{NewMemCache(256 << 20)}, ReadAhead: 4})
-	s, err := New(Options{Table: tbl, Rows: rows, Fetcher: pf, Cache: NewMemCache(64 << 20),
+	pf := page.NewFetcher(ks, page.Options{Cache: syncPrefetch{page.NewMemCache(256 << 20)}, ReadAhead: 4})
+	s, err := New(Options{Table: tbl, Rows: rows, Fetcher: pf, Cache: page.NewMemCache(64 << 20),
 		Spec: Spec{Image: Image{H: 28, W: 28, C: 1}, ClassColumn: "label", Shards: shards, Layout: layout}})
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +262,7 @@ func TestCheckImageReadsOnePage(t *testing.T) {
 	f := files[0]
 	oi := pixelIndex(t, openLocalParquet(t, filepath.Join(ks.Storage.Location(), f.Path)))
 	var want [][2]int64
-	if guess := max(0, f.Size-tailGuess); oi.Offset(0) < guess {
+	if guess := max(0, f.Size-pqcheck.TailGuess); oi.Offset(0) < guess {
 		want = append(want, [2]int64{oi.Offset(0), min(oi.CompressedPageSize(0), guess-oi.Offset(0))})
 	}
 	rs := reads[f.Path]
@@ -322,8 +328,8 @@ func TestReadAheadStopsAtShardEnd(t *testing.T) {
 // sample needs them, as a mount's fault handling expects.
 func TestSmallFileNoSpare(t *testing.T) {
 	ks, tbl, files := pixelTable(t, 1, 40)
-	if files[0].Size >= tailGuess {
-		t.Fatalf("file of %d bytes, want one smaller than the %d-byte guess", files[0].Size, tailGuess)
+	if files[0].Size >= pqcheck.TailGuess {
+		t.Fatalf("file of %d bytes, want one smaller than the %d-byte guess", files[0].Size, pqcheck.TailGuess)
 	}
 	s, _ := pixelSamples(t, ks, tbl, 1, LayoutContiguous)
 	ctx := context.Background()

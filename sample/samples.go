@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/deltafs/deltafs/page"
 	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 )
@@ -39,66 +39,37 @@ type Rows interface {
 	ScanJSON(ctx context.Context, snap *snapshot.Snapshot, f *snapshot.AddFile, fn func(row int64, json []byte)) error
 }
 
-// FileRef names one data file of a version.
-type FileRef struct {
-	Path string // as written in the log (the cache and memo identity)
-	Key  string // storage key
-	Size int64  // bytes, from the log
-	// ID is the object's identity in its store, from Fetcher.Identify:
-	// the ETag where the store has one, else size and modification time.
-	// It is part of every cache key of the file, so that a file replaced
-	// by another of the same name and size is never served from entries
-	// of the old one. "" until identified.
-	ID string
-	// ReadAheadEnd bounds the fetcher's read-ahead for this reader: no
-	// page whose first row is at or past this physical row is read ahead
-	// (0: the file's end). A shard's segment sets it to its last row + 1,
-	// so that read-ahead never fetches the pages of rows other shards
-	// (other ranks, other nodes) own; a probe of one row sets it to that
-	// row + 1 (no read-ahead). Not part of the file's identity.
-	ReadAheadEnd int64
-}
-
-// identity is what cache keys call the file's version: its ID, or its
-// size before it was identified.
-func (r FileRef) identity() string {
-	if r.ID != "" {
-		return r.ID
-	}
-	return strconv.FormatInt(r.Size, 10)
-}
-
 // Fetcher reads single values of a data file: the data column of one row.
-// PageFetcher is the Parquet implementation (page-level access through the
+// page.Fetcher is the Parquet implementation (page-level access through the
 // offset index, pages cached).
 type Fetcher interface {
 	// Value returns the bytes of the physical column at a physical row of
 	// f; nil for a null. The slice is shared and must not be modified.
-	Value(ctx context.Context, f FileRef, column string, row int64) ([]byte, error)
+	Value(ctx context.Context, f page.FileRef, column string, row int64) ([]byte, error)
 	// Values calls fn with the value of the physical column at every
 	// physical row of f, in order (nil for a null); the slice is valid
 	// during the call.
-	Values(ctx context.Context, f FileRef, column string, fn func(row int64, v []byte) error) error
+	Values(ctx context.Context, f page.FileRef, column string, fn func(row int64, v []byte) error) error
 	// NumRows is the physical row count of f from its footer.
-	NumRows(ctx context.Context, f FileRef) (int64, error)
-	// Identify returns f with its store identity (FileRef.ID) filled in:
+	NumRows(ctx context.Context, f page.FileRef) (int64, error)
+	// Identify returns f with its store identity (page.FileRef.ID) filled in:
 	// one Stat of the object, once per process.
-	Identify(ctx context.Context, f FileRef) (FileRef, error)
+	Identify(ctx context.Context, f page.FileRef) (page.FileRef, error)
 }
 
-// RangeFetcher is a Fetcher that reads part of a value (PageFetcher), so
+// RangeFetcher is a Fetcher that reads part of a value (page.Fetcher), so
 // that a read of a range of a large sample costs that range.
 type RangeFetcher interface {
 	// ValueAt reads bytes [off, off+len(p)) of the value into p: the
 	// count read, 0 at or past its end (and for a null).
-	ValueAt(ctx context.Context, f FileRef, column string, row int64, p []byte, off int64) (int, error)
+	ValueAt(ctx context.Context, f page.FileRef, column string, row int64, p []byte, off int64) (int, error)
 	// Heads is Values giving each value's size and its first bytes (up
 	// to max) instead of the whole value: what indexing a shard of
-	// samples too large for memory needs (PageFetcher decodes their pages
+	// samples too large for memory needs (page.Fetcher decodes their pages
 	// as a stream, never whole in memory).
-	Heads(ctx context.Context, f FileRef, column string, max int, fn func(row, size int64, head []byte) error) error
+	Heads(ctx context.Context, f page.FileRef, column string, max int, fn func(row, size int64, head []byte) error) error
 	// Head is Value's size and first bytes, as Heads gives them.
-	Head(ctx context.Context, f FileRef, column string, row int64, max int) (size int64, head []byte, err error)
+	Head(ctx context.Context, f page.FileRef, column string, row int64, max int) (size int64, head []byte, err error)
 }
 
 // Options configure a Samples.
@@ -108,8 +79,8 @@ type Options struct {
 	Fetcher Fetcher
 	Spec    Spec
 	// Cache holds rendered JSON of whole data files (nil: a 64 MiB
-	// MemCache).
-	Cache BlobCache
+	// page.MemCache).
+	Cache page.Cache
 	// Logger gets warnings (duplicate ids, unreadable files); nil: default.
 	Logger *slog.Logger
 	// Location names the table in errors and log lines ("" : the table's
@@ -140,7 +111,7 @@ type Samples struct {
 	versions memo[int64, Version]
 	files    memo[string, fileSamples]
 	widths   memo[string, classRange]
-	rendered *MemCache // encoded images, so a sample read in pieces is encoded once
+	rendered *page.MemCache // encoded images, so a sample read in pieces is encoded once
 
 	mu     sync.Mutex
 	recent []*Version // guarded by mu; strong references to recently used versions
@@ -188,7 +159,7 @@ func New(opts Options) (*Samples, error) {
 		return nil, err
 	}
 	if opts.Cache == nil {
-		opts.Cache = NewMemCache(64 << 20)
+		opts.Cache = page.NewMemCache(64 << 20)
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -210,12 +181,12 @@ func New(opts Options) (*Samples, error) {
 	// The index build's scans open data files from the page fetcher's
 	// tails: each file's tail is read once, for the index and the reads.
 	if sr, ok := opts.Rows.(scanRows); ok && sr.tails == nil {
-		if pf, ok := opts.Fetcher.(*PageFetcher); ok {
+		if pf, ok := opts.Fetcher.(*page.Fetcher); ok {
 			sr.tails = pf
 			opts.Rows = sr
 		}
 	}
-	return &Samples{opts: opts, log: opts.Logger, rendered: NewMemCache(32 << 20)}, nil
+	return &Samples{opts: opts, log: opts.Logger, rendered: page.NewMemCache(32 << 20)}, nil
 }
 
 // Spec is the sample spec.

@@ -3,19 +3,20 @@ package sample
 import (
 	"context"
 
+	"github.com/deltafs/deltafs/page"
 	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
 // ScanRows returns the Rows implementation backed by package scan: the same
 // decoding (and JSON rendering, scan.AppendJSON) as `deltafs cat`. Given
-// to New with a PageFetcher, its scans open data files from the fetcher's
-// tails (PageFetcher.scanTail), so that the index build and the reads share
+// to New with a page.Fetcher, its scans open data files from the fetcher's
+// tails (page.Fetcher.ScanTail), so that the index build and the reads share
 // one read of each file's tail.
 func ScanRows(t *snapshot.Log) (Rows, error) { return scanRows{}, nil }
 
 type scanRows struct {
-	tails *PageFetcher // nil: the scans read tails themselves
+	tails *page.Fetcher // nil: the scans read tails themselves
 }
 
 // options are the scan options for data file f of snap.
@@ -24,7 +25,7 @@ func (r scanRows) options(f *snapshot.AddFile) scan.Options {
 		return scan.Options{}
 	}
 	return scan.Options{Tail: func(ctx context.Context, key string, size int64) ([]byte, int64, error) {
-		return r.tails.scanTail(ctx, FileRef{Path: f.Path, Key: key, Size: f.Size}, size)
+		return r.tails.ScanTail(ctx, page.FileRef{Path: f.Path, Key: key, Size: f.Size}, size)
 	}}
 }
 

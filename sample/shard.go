@@ -10,6 +10,8 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 
+	"github.com/deltafs/deltafs/internal/packed"
+	"github.com/deltafs/deltafs/page"
 	"github.com/deltafs/deltafs/snapshot"
 )
 
@@ -60,13 +62,13 @@ type segment struct {
 	ords  []int32 // nil: the range from local
 	file  int     // index in the version's layout
 	add   *snapshot.AddFile
-	ref   FileRef
+	ref   page.FileRef
 	fs    *fileSamples
 	cmap  []uint16 // the file's class values -> the shard's class folders
 }
 
 // boundReadAhead ends the segment's read-ahead after its last row
-// (FileRef.ReadAheadEnd): the rows after it are another shard's.
+// (page.FileRef.ReadAheadEnd): the rows after it are another shard's.
 func (sg *segment) boundReadAhead() {
 	if sg.n > 0 {
 		sg.ref.ReadAheadEnd = sg.fs.row(sg.ordinal(sg.n-1)) + 1
@@ -588,7 +590,7 @@ func (sh *Shard) ReadAt(ctx context.Context, pos int, p []byte, off int64) (int,
 	} else {
 		var data []byte
 		if data, err = sh.Content(ctx, pos); err == nil {
-			n = copyFrom(p, data, off)
+			n = packed.CopyAt(p, data, off)
 		}
 	}
 	if err != nil {
@@ -613,10 +615,10 @@ func (sh *Shard) Content(ctx context.Context, pos int) ([]byte, error) {
 // and shape; for JSON samples the schema). Versions and shards sharing a
 // data file share the keys. It never fails: the shard was built from
 // readable files (the error is for callers that treat keys uniformly).
-func (sh *Shard) SampleKey(pos int) (CacheKey, error) {
+func (sh *Shard) SampleKey(pos int) (page.Key, error) {
 	sg, li := sh.seg(pos)
 	col, unit := sh.r.mode.sampleKey(sh.v, sg.fs.row(li))
-	return CacheKey{Kind: "sample", File: sg.ref.Path, Version: sg.ref.identity(), Column: col, Unit: unit}, nil
+	return sg.ref.CacheKey("sample", col, unit), nil
 }
 
 // Fill reads what the sample at pos needs into the caches without encoding

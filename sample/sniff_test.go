@@ -62,6 +62,11 @@ func TestSniffExt(t *testing.T) {
 		if got := sniffExt(tc.data); got != tc.want {
 			t.Errorf("%s: sniffExt = %q, want %q", tc.name, got, tc.want)
 		}
+		// What indexing sees of a large value (page.Fetcher.Heads): its
+		// first sniffBytes and its size.
+		if got := sniffHead(tc.data[:min(len(tc.data), sniffBytes)], int64(len(tc.data))); got != tc.want {
+			t.Errorf("%s: sniffHead of the first %d bytes = %q, want %q", tc.name, sniffBytes, got, tc.want)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/deltafs/deltafs/page"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/sample/sampletest"
 	"github.com/deltafs/deltafs/scan"
@@ -233,7 +234,7 @@ type gatedFetcher struct {
 	*gate
 }
 
-func (g *gatedFetcher) Value(ctx context.Context, f sample.FileRef, column string, row int64) ([]byte, error) {
+func (g *gatedFetcher) Value(ctx context.Context, f page.FileRef, column string, row int64) ([]byte, error) {
 	if g.holds(f.Path) {
 		if err := g.wait(ctx); err != nil {
 			return nil, err
@@ -242,7 +243,7 @@ func (g *gatedFetcher) Value(ctx context.Context, f sample.FileRef, column strin
 	return g.Fetcher.Value(ctx, f, column, row)
 }
 
-func (g *gatedFetcher) Values(ctx context.Context, f sample.FileRef, column string, fn func(row int64, v []byte) error) error {
+func (g *gatedFetcher) Values(ctx context.Context, f page.FileRef, column string, fn func(row int64, v []byte) error) error {
 	if g.holds(f.Path) {
 		if err := g.wait(ctx); err != nil {
 			return err

@@ -88,8 +88,8 @@
 // column chunk a read needs is read whole with one read (at most
 // pqcheck.MaxChunkBytes, so a scan holds the chunks of one row group in
 // memory), its page headers and compressed streams checked, and decoded
-// from memory (reading one page of a column is the sample layer's:
-// sample.PageFetcher). A claim that fails a check is an error naming the column and the
+// from memory (reading one page of a column is package page's:
+// page.Fetcher). A claim that fails a check is an error naming the column and the
 // claim ("column pixels: a page claims 2147483647 bytes, 812 are left in
 // its chunk").
 //

@@ -4,11 +4,11 @@ import (
 	"context"
 
 	"github.com/deltafs/deltafs/cache"
-	"github.com/deltafs/deltafs/sample"
+	"github.com/deltafs/deltafs/page"
 )
 
 // cacheHandle is the two-tier cache seen by one table's sample layer (its
-// sample.BlobCache): the sample layer's keys, completed with the table's
+// page.Cache): the sample layer's keys, completed with the table's
 // location.
 type cacheHandle struct {
 	c      *cache.Cache
@@ -16,11 +16,9 @@ type cacheHandle struct {
 	onRead func(k cache.Key, n int) // Options.OnCacheRead; may be nil
 }
 
-func (h cacheHandle) key(k sample.CacheKey) cache.Key {
-	return cache.Key{Kind: k.Kind, Table: h.table, File: k.File, Version: k.Version, Column: k.Column, Unit: k.Unit}
-}
+func (h cacheHandle) key(k page.Key) cache.Key { return cache.KeyIn(h.table, k) }
 
-func (h cacheHandle) Get(ctx context.Context, k sample.CacheKey, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
+func (h cacheHandle) Get(ctx context.Context, k page.Key, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
 	key := h.key(k)
 	v, err := h.c.Get(ctx, key, fetch)
 	if err == nil && h.onRead != nil {
@@ -29,8 +27,8 @@ func (h cacheHandle) Get(ctx context.Context, k sample.CacheKey, fetch func(cont
 	return v, err
 }
 
-// Prefetch implements sample.Prefetcher: read-ahead, bounded by the cache's
+// Prefetch implements page.Prefetcher: read-ahead, bounded by the cache's
 // prefetch budget.
-func (h cacheHandle) Prefetch(k sample.CacheKey, size int64, fetch func(context.Context) ([]byte, error)) bool {
+func (h cacheHandle) Prefetch(k page.Key, size int64, fetch func(context.Context) ([]byte, error)) bool {
 	return h.c.Prefetch(h.key(k), size, fetch)
 }

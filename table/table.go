@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/deltafs/deltafs/cache"
+	"github.com/deltafs/deltafs/page"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
@@ -60,7 +61,7 @@ type Table struct {
 	// Cache is the two-tier cache; its disk entries outlive Close.
 	Cache *cache.Cache
 	// Fetcher reads values from data files, page by page, through Cache.
-	Fetcher *sample.PageFetcher
+	Fetcher *page.Fetcher
 	// Samples is the sample layer.
 	Samples *sample.Samples
 
@@ -142,7 +143,7 @@ func (t *Table) openSamples(ctx context.Context, opts Options) error {
 		ra = 0
 	}
 	_, coalesce := t.Store.(storage.RangeReader)
-	t.Fetcher = sample.NewPageFetcher(t.counted, sample.PageFetcherOptions{Cache: blobs, ReadAhead: ra, Coalesce: coalesce,
+	t.Fetcher = page.NewFetcher(t.counted, page.Options{Cache: blobs, ReadAhead: ra, Coalesce: coalesce,
 		SpillAbove: spillAbove(opts.Cache.MemBytes), SpillDir: opts.Cache.Dir})
 	if t.Samples, err = sample.New(sample.Options{Table: t.Log, Rows: rows, Fetcher: t.Fetcher, Spec: *opts.Spec, Cache: blobs,
 		OnIndexed: returnIndexGarbage}); err != nil {
@@ -159,7 +160,7 @@ func (t *Table) openSamples(ctx context.Context, opts Options) error {
 }
 
 // spillAbove is the page size past which the fetcher spills a page to a
-// file (sample.PageFetcherOptions.SpillAbove): what the memory tier does
+// file (page.Options.SpillAbove): what the memory tier does
 // not keep for certain (its strict front, an eighth of it), at least 1 MiB.
 func spillAbove(memBytes int64) int64 { return max(memBytes/8, 1<<20) }
 

@@ -71,7 +71,7 @@ func decodeFile(path, column string) (int64, error) {
 }
 
 // tailRead is the least a mount reads of a data file's end to open it (its
-// PageFetcher's first read: footer and page index at once).
+// page.Fetcher's first read: footer and page index at once).
 const tailRead = 64 << 10
 
 // sampleBound is, over the table's data files, the most a cold read of one

@@ -19,7 +19,7 @@ import (
 // page once as a stream into a spill file, built before the clock by
 // listing it) against the same bytes read the same way from a local file,
 // both in the page cache. Every read costs its own bytes, read from the
-// spill file (sample/pagestream.go). The server's peak memory is reported
+// spill file (page/stream.go). The server's peak memory is reported
 // over --mem-cache.
 
 func init() { workloads = append(workloads, workload{"large-sample", largeSampleWorkload}) }

@@ -79,10 +79,9 @@ func (s *Source) key(sh *sample.Shard, pos int) (cache.Key, error) {
 	if err != nil {
 		return cache.Key{}, err
 	}
-	// As the table's cache handle completes the sample layer's keys
-	// (table/cachehandle.go): package cache cannot import sample (whose
-	// tests use the cache), so the join is written in its two users.
-	return cache.Key{Kind: k.Kind, Table: s.table, File: k.File, Version: k.Version, Column: k.Column, Unit: k.Unit}, nil
+	// Completed with the table as the table's cache handle completes
+	// the sample layer's keys (table/cachehandle.go).
+	return cache.KeyIn(s.table, k), nil
 }
 
 // sampleErr names the sample an error is about.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/deltafs/deltafs/importer"
 	"github.com/deltafs/deltafs/internal/testkit"
+	"github.com/deltafs/deltafs/page"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/snapshot"
 	"github.com/deltafs/deltafs/storage"
@@ -76,7 +77,7 @@ func read(ctx context.Context, dir string, spec sample.Spec) (*outcome, error) {
 		return nil, err
 	}
 	spec.Shards = shards
-	s, err := sample.New(sample.Options{Table: tbl, Rows: rows, Fetcher: sample.NewPageFetcher(st, sample.PageFetcherOptions{}), Spec: spec})
+	s, err := sample.New(sample.Options{Table: tbl, Rows: rows, Fetcher: page.NewFetcher(st, page.Options{}), Spec: spec})
 	if err != nil {
 		return nil, err
 	}

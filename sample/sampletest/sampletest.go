@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/deltafs/deltafs/page"
 	"github.com/deltafs/deltafs/sample"
 	"github.com/deltafs/deltafs/scan"
 	"github.com/deltafs/deltafs/snapshot"
@@ -318,7 +319,7 @@ func RenderJSON(names []string, values []any) []byte {
 }
 
 // Value implements sample.Fetcher.
-func (t *Table) Value(ctx context.Context, ref sample.FileRef, column string, row int64) ([]byte, error) {
+func (t *Table) Value(ctx context.Context, ref page.FileRef, column string, row int64) ([]byte, error) {
 	fl, err := t.file(&snapshot.AddFile{Path: ref.Path})
 	if err != nil {
 		return nil, err
@@ -343,7 +344,7 @@ func (t *Table) Value(ctx context.Context, ref sample.FileRef, column string, ro
 }
 
 // Values implements sample.Fetcher.
-func (t *Table) Values(ctx context.Context, ref sample.FileRef, column string, fn func(row int64, v []byte) error) error {
+func (t *Table) Values(ctx context.Context, ref page.FileRef, column string, fn func(row int64, v []byte) error) error {
 	n, err := t.NumRows(ctx, ref)
 	if err != nil {
 		return err
@@ -361,7 +362,7 @@ func (t *Table) Values(ctx context.Context, ref sample.FileRef, column string, f
 }
 
 // NumRows implements sample.Fetcher.
-func (t *Table) NumRows(ctx context.Context, ref sample.FileRef) (int64, error) {
+func (t *Table) NumRows(ctx context.Context, ref page.FileRef) (int64, error) {
 	fl, err := t.file(&snapshot.AddFile{Path: ref.Path})
 	if err != nil {
 		return 0, err
@@ -375,7 +376,7 @@ func (t *Table) Location() string { return "mem://table" }
 // Identify implements sample.Fetcher: a file's identity is its path and
 // the generation it was added at (a file re-added under the same path is
 // another object).
-func (t *Table) Identify(ctx context.Context, ref sample.FileRef) (sample.FileRef, error) {
+func (t *Table) Identify(ctx context.Context, ref page.FileRef) (page.FileRef, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.gone[ref.Path] {

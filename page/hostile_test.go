@@ -1,4 +1,4 @@
-package sample
+package page
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 	"github.com/deltafs/deltafs/storage"
 )
 
-// A PageFetcher reads no byte it has not checked: the tail at every open
+// A Fetcher reads no byte it has not checked: the tail at every open
 // (also a cached one), each page (with its dictionary page) or, without an
 // offset index, each chunk before parquet-go decodes it. A hostile claim
 // fails the values read from it with an error naming the claim, and
@@ -50,7 +50,7 @@ func hostileFile(t *testing.T) ([]byte, []hostileRow) {
 
 // fetcherOn writes data as a file and returns a fetcher over it, the
 // file's reference (identified) and the store.
-func fetcherOn(t *testing.T, data []byte, cache BlobCache) (*PageFetcher, FileRef, *countedStore) {
+func fetcherOn(t *testing.T, data []byte, cache Cache) (*Fetcher, FileRef, *countedStore) {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "f.parquet"), data, 0o644); err != nil {
@@ -61,7 +61,7 @@ func fetcherOn(t *testing.T, data []byte, cache BlobCache) (*PageFetcher, FileRe
 		t.Fatal(err)
 	}
 	cs := &countedStore{Storage: st}
-	p := NewPageFetcher(cs, PageFetcherOptions{Cache: cache})
+	p := NewFetcher(cs, Options{Cache: cache})
 	ref, err := p.Identify(context.Background(), FileRef{Path: "f.parquet", Key: "f.parquet", Size: int64(len(data))})
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +86,7 @@ func TestPageFetcherDictionaryPages(t *testing.T) {
 	p, ref, cs := fetcherOn(t, data, blobs)
 	// The tail opened by another process (a cached tail): the pages are
 	// all read from storage, none from the bytes a tail read took in.
-	if _, err := NewPageFetcher(cs.Storage, PageFetcherOptions{Cache: blobs}).NumRows(context.Background(), ref); err != nil {
+	if _, err := NewFetcher(cs.Storage, Options{Cache: blobs}).NumRows(context.Background(), ref); err != nil {
 		t.Fatal(err)
 	}
 	f, _ := pqtest.Parse(data)

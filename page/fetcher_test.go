@@ -1,4 +1,4 @@
-package sample
+package page
 
 import (
 	"bytes"
@@ -46,7 +46,7 @@ func TestPageFetcher(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := NewPageFetcher(st, PageFetcherOptions{})
+	p := NewFetcher(st, Options{})
 	ref := FileRef{Path: "part-0.parquet", Key: "part-0.parquet", Size: st0.Size()}
 	ctx := context.Background()
 	if n, err := p.NumRows(ctx, ref); err != nil || n != 2000 {
@@ -133,7 +133,7 @@ func TestPageFetcherDamagedOffsetIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := storage.NewLocal(dir)
-	p := NewPageFetcher(st, PageFetcherOptions{})
+	p := NewFetcher(st, Options{})
 	ref := FileRef{Path: "f.parquet", Key: "f.parquet", Size: int64(len(b))}
 	failed := 0
 	for i := range 700 {

@@ -1,4 +1,4 @@
-package sample
+package page
 
 import (
 	"context"
@@ -15,33 +15,34 @@ import (
 
 	"github.com/deltafs/deltafs/internal/flight"
 	"github.com/deltafs/deltafs/internal/lru"
+	"github.com/deltafs/deltafs/internal/packed"
 	"github.com/deltafs/deltafs/internal/pqcheck"
 	"github.com/deltafs/deltafs/storage"
 )
 
-// PageFetcher is the Parquet Fetcher: it reads one value by reading only the
-// page that holds it. A data file is opened from its tail — footer and page
-// index, one storage read, kept in the BlobCache as kind "tail" so that a
-// later process opens it without any read — and its *parquet.File kept in a
-// bounded LRU. The scans of the index build open the file from the same tail
-// (scanTail, scan.Options.Tail): one read for both. The data pages that read's
-// guess took in before the page index (its spare bytes, a bounded LRU of
-// spareBytes in memory beside the cache) are decoded from those bytes, not
-// read again. The column's offset index locates the page of a row; the
-// page's exact byte range is read with one storage read and decoded, and the
-// decoded page — all its values — is kept in the BlobCache, keyed by (data
-// file, size, column, row group/page), so neighbouring samples are served
-// from memory. With ReadAhead, a reader entering a page offers the next
-// pages of the chunk to the cache's read-ahead (Prefetcher), read together
-// when Coalesce is set, never a page past the reader's bound
-// (FileRef.ReadAheadEnd: its shard's end). Files without an offset index are
-// cached a whole column chunk at a time. parquet-go decodes only bytes read
-// and checked first (package pqcheck): the tail, each page (and the
-// dictionary page it needs) or chunk, served to it from memory. Safe for
-// concurrent use.
-type PageFetcher struct {
+// Fetcher is the Parquet implementation of sample.Fetcher: it reads one
+// value by reading only the page that holds it. A data file is opened from
+// its tail — footer and page index, one storage read, kept in the Cache as
+// kind "tail" so that a later process opens it without any read — and its
+// *parquet.File kept in a bounded LRU. The scans of the index build open
+// the file from the same tail (ScanTail, scan.Options.Tail): one read for
+// both. The data pages that read's guess took in before the page index
+// (its spare bytes, a bounded LRU of spareBytes in memory beside the
+// cache) are decoded from those bytes, not read again. The column's offset
+// index locates the page of a row; the page's exact byte range is read
+// with one storage read and decoded, and the decoded page — all its values
+// — is kept in the Cache, keyed by (data file, size, column, row
+// group/page), so neighbouring samples are served from memory. With
+// ReadAhead, a reader entering a page offers the next pages of the chunk
+// to the cache's read-ahead (Prefetcher), read together when Coalesce is
+// set, never a page past the reader's bound (FileRef.ReadAheadEnd: its
+// shard's end). Files without an offset index are cached a whole column
+// chunk at a time. parquet-go decodes only bytes read and checked first
+// (package pqcheck): the tail, each page (and the dictionary page it
+// needs) or chunk, served to it from memory. Safe for concurrent use.
+type Fetcher struct {
 	st        storage.Storage
-	cache     BlobCache
+	cache     Cache
 	readAhead int
 	pf        Prefetcher // nil: no read-ahead
 	coalesce  bool
@@ -54,11 +55,11 @@ type PageFetcher struct {
 
 	spill      *spillStore // nil: no spilling
 	spillAbove int64
-	streaming  flight.Group[CacheKey, []byte] // pages being decoded as a stream (pagestream.go)
+	streaming  flight.Group[Key, []byte] // pages being decoded as a stream (stream.go)
 	// declinedPages: large pages found not to be decoded as a stream
 	// (their reads skip the look at their header); a bounded count.
 	declinedMu    sync.Mutex
-	declinedPages *lru.Cache[CacheKey, struct{}] // guarded by declinedMu
+	declinedPages *lru.Cache[Key, struct{}] // guarded by declinedMu
 
 	spareMu sync.Mutex
 	spares  *lru.Cache[string, *spare] // guarded by spareMu; data-page bytes of tail reads by file, cost their bytes
@@ -71,10 +72,10 @@ type PageFetcher struct {
 	streamedPages atomic.Int64
 }
 
-// PageFetcherOptions configure a PageFetcher.
-type PageFetcherOptions struct {
+// Options configure a Fetcher.
+type Options struct {
 	// Cache holds decoded pages; nil means a 256 MiB MemCache.
-	Cache BlobCache
+	Cache Cache
 	// MaxOpenFiles bounds the open *parquet.File handles (0: 64).
 	MaxOpenFiles int
 	// ReadAhead: when a page is read, this many following pages of the same
@@ -97,22 +98,22 @@ type PageFetcherOptions struct {
 	SpillBytes int64
 }
 
-// Prefetcher is a BlobCache that fetches in the background (read-ahead). It
+// Prefetcher is a Cache that fetches in the background (read-ahead). It
 // declines (false) when its bounds are reached or the key is cached.
 type Prefetcher interface {
-	Prefetch(key CacheKey, size int64, fetch func(ctx context.Context) ([]byte, error)) bool
+	Prefetch(key Key, size int64, fetch func(ctx context.Context) ([]byte, error)) bool
 }
 
-// NewPageFetcher reads data files from st.
-func NewPageFetcher(st storage.Storage, opts PageFetcherOptions) *PageFetcher {
+// NewFetcher reads data files from st.
+func NewFetcher(st storage.Storage, opts Options) *Fetcher {
 	if opts.Cache == nil {
 		opts.Cache = NewMemCache(256 << 20)
 	}
 	if opts.MaxOpenFiles <= 0 {
 		opts.MaxOpenFiles = 64
 	}
-	p := &PageFetcher{st: st, cache: opts.Cache, readAhead: opts.ReadAhead, coalesce: opts.Coalesce, files: lru.New[string, *openFile](int64(opts.MaxOpenFiles), nil),
-		spares: lru.New[string, *spare](spareBytes, nil), declinedPages: lru.New[CacheKey, struct{}](4096, nil)}
+	p := &Fetcher{st: st, cache: opts.Cache, readAhead: opts.ReadAhead, coalesce: opts.Coalesce, files: lru.New[string, *openFile](int64(opts.MaxOpenFiles), nil),
+		spares: lru.New[string, *spare](spareBytes, nil), declinedPages: lru.New[Key, struct{}](4096, nil)}
 	if pf, ok := opts.Cache.(Prefetcher); ok && opts.ReadAhead > 0 {
 		p.pf = pf
 	}
@@ -125,10 +126,10 @@ func NewPageFetcher(st storage.Storage, opts PageFetcherOptions) *PageFetcher {
 	return p
 }
 
-// FetchStats are the fetcher's counters. The bytes and reads reaching
+// Stats are the fetcher's counters. The bytes and reads reaching
 // storage are not among them: the storage counts those, once, whoever
 // reads (see package table).
-type FetchStats struct {
+type Stats struct {
 	FilesOpened  int64 `json:"files_opened"`  // footers read
 	PagesDecoded int64 `json:"pages_decoded"` // pages read and decoded (cache misses)
 	ReadAhead    int64 `json:"read_ahead"`    // pages handed to the cache's read-ahead
@@ -139,8 +140,8 @@ type FetchStats struct {
 }
 
 // Stats returns the counters.
-func (p *PageFetcher) Stats() FetchStats {
-	return FetchStats{FilesOpened: p.opens.Load(), PagesDecoded: p.pages.Load(), ReadAhead: p.ahead.Load(), PagesSpilled: p.spilled.Load(), PagesStreamed: p.streamedPages.Load()}
+func (p *Fetcher) Stats() Stats {
+	return Stats{FilesOpened: p.opens.Load(), PagesDecoded: p.pages.Load(), ReadAhead: p.ahead.Load(), PagesSpilled: p.spilled.Load(), PagesStreamed: p.streamedPages.Load()}
 }
 
 type openFile struct {
@@ -182,7 +183,7 @@ func (of *openFile) dropBatch(column, unit string) {
 // open returns ref's open file, opening it (once for concurrent callers,
 // internal/flight) on a miss. A failure is not kept: the next read tries
 // again.
-func (p *PageFetcher) open(ctx context.Context, ref FileRef) (*openFile, error) {
+func (p *Fetcher) open(ctx context.Context, ref FileRef) (*openFile, error) {
 	fk := openKey(ref)
 	if of, ok := p.openedFile(fk); ok {
 		return of, nil
@@ -223,7 +224,7 @@ func (p *PageFetcher) open(ctx context.Context, ref FileRef) (*openFile, error) 
 func openKey(ref FileRef) string { return ref.Key + "\x00" + ref.ID }
 
 // openedFile returns the kept open file of key fk.
-func (p *PageFetcher) openedFile(fk string) (*openFile, bool) {
+func (p *Fetcher) openedFile(fk string) (*openFile, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.files.Get(fk)
@@ -234,7 +235,7 @@ func (p *PageFetcher) openedFile(fk string) (*openFile, bool) {
 // read; otherwise the tail costs one read (see readTail). The tail is
 // checked (pqcheck.Tail) before parquet-go parses it, which then reads
 // nothing else: a read outside the tail fails.
-func (p *PageFetcher) openParquet(ctx context.Context, ref FileRef, size int64) (f *parquet.File, pq *pqcheck.File, err error) {
+func (p *Fetcher) openParquet(ctx context.Context, ref FileRef, size int64) (f *parquet.File, pq *pqcheck.File, err error) {
 	defer recoverParquet(&err)
 	tail, off, err := p.tail(ctx, ref, size)
 	if err != nil {
@@ -256,7 +257,7 @@ func (p *PageFetcher) openParquet(ctx context.Context, ref FileRef, size int64) 
 // bytes, and its offset: from the cache (kind "tail"), else with one
 // storage read (see readTail), whose bytes before the page index (data
 // pages the read's guess took in) are kept as the file's spare bytes.
-func (p *PageFetcher) tail(ctx context.Context, ref FileRef, size int64) ([]byte, int64, error) {
+func (p *Fetcher) tail(ctx context.Context, ref FileRef, size int64) ([]byte, int64, error) {
 	sized := ref
 	sized.Size = size
 	blob, err := p.cache.Get(ctx, tailKey(sized), func(ctx context.Context) ([]byte, error) {
@@ -276,10 +277,10 @@ func (p *PageFetcher) tail(ctx context.Context, ref FileRef, size int64) ([]byte
 	return parseTail(blob)
 }
 
-// scanTail is the tail of data file f for the scans of the index build
+// ScanTail is the tail of data file f for the scans of the index build
 // (scan.Options.Tail): the tail the fetcher opens the file from, read
 // once for both. size is f's size (0: unknown).
-func (p *PageFetcher) scanTail(ctx context.Context, f FileRef, size int64) (tail []byte, off int64, err error) {
+func (p *Fetcher) ScanTail(ctx context.Context, f FileRef, size int64) (tail []byte, off int64, err error) {
 	if size <= 0 {
 		info, err := p.st.Stat(ctx, f.Key)
 		if err != nil {
@@ -293,7 +294,7 @@ func (p *PageFetcher) scanTail(ctx context.Context, f FileRef, size int64) (tail
 	return p.tail(ctx, f, size)
 }
 
-// spareBytes bounds the spare bytes kept (PageFetcher.spares): about a
+// spareBytes bounds the spare bytes kept (Fetcher.spares): about a
 // hundred tail reads' worth.
 const spareBytes = 8 << 20
 
@@ -327,7 +328,7 @@ func (f *firstRead) ReadAt(p []byte, off int64) (int, error) {
 // file's tail read took in beyond its tail, not a second cache of whole
 // files beside the cache (whose bounds and faults a whole file's reads
 // then go through).
-func (p *PageFetcher) keepSpare(ref FileRef, first *firstRead, blob []byte) {
+func (p *Fetcher) keepSpare(ref FileRef, first *firstRead, blob []byte) {
 	_, start, err := parseTail(blob)
 	if err != nil || first.b == nil || first.off == 0 || start <= first.off || start > first.off+int64(len(first.b)) {
 		return
@@ -342,7 +343,7 @@ func (p *PageFetcher) keepSpare(ref FileRef, first *firstRead, blob []byte) {
 
 // spareOf returns the kept bytes [off, off+n) of ref, if the spare bytes
 // hold them all.
-func (p *PageFetcher) spareOf(ref FileRef, off, n int64) ([]byte, bool) {
+func (p *Fetcher) spareOf(ref FileRef, off, n int64) ([]byte, bool) {
 	p.spareMu.Lock()
 	sp, ok := p.spares.Get(openKey(ref))
 	p.spareMu.Unlock()
@@ -354,7 +355,7 @@ func (p *PageFetcher) spareOf(ref FileRef, off, n int64) ([]byte, bool) {
 
 // spared reports whether the spare bytes of ref hold the end of
 // [off, off+n), so that spareReader reads at most its beginning.
-func (p *PageFetcher) spared(ref FileRef, off, n int64) bool {
+func (p *Fetcher) spared(ref FileRef, off, n int64) bool {
 	p.spareMu.Lock()
 	sp, ok := p.spares.Get(openKey(ref))
 	p.spareMu.Unlock()
@@ -365,7 +366,7 @@ func (p *PageFetcher) spared(ref FileRef, off, n int64) bool {
 // range asked, or its end (a page that begins before them: only its
 // beginning is read), else from storage.
 type spareReader struct {
-	p   *PageFetcher
+	p   *Fetcher
 	ref FileRef
 	st  io.ReaderAt
 }
@@ -400,10 +401,10 @@ func recoverParquet(err *error) {
 	}
 }
 
-// Identify implements Fetcher: one Stat per key and process. The identity
+// Identify implements sample.Fetcher: one Stat per key and process. The identity
 // is the store's ETag where it has one (S3), else the size and the
 // modification time in nanoseconds (local files), with the size either way.
-func (p *PageFetcher) Identify(ctx context.Context, ref FileRef) (FileRef, error) {
+func (p *Fetcher) Identify(ctx context.Context, ref FileRef) (FileRef, error) {
 	if id, ok := p.ids.Load(ref.Key); ok {
 		ref.ID = id.(string)
 		return ref, nil
@@ -429,8 +430,8 @@ func (p *PageFetcher) Identify(ctx context.Context, ref FileRef) (FileRef, error
 	return ref, nil
 }
 
-// NumRows implements Fetcher.
-func (p *PageFetcher) NumRows(ctx context.Context, ref FileRef) (int64, error) {
+// NumRows implements sample.Fetcher.
+func (p *Fetcher) NumRows(ctx context.Context, ref FileRef) (int64, error) {
 	of, err := p.open(ctx, ref)
 	if err != nil {
 		return 0, err
@@ -438,23 +439,23 @@ func (p *PageFetcher) NumRows(ctx context.Context, ref FileRef) (int64, error) {
 	return of.f.NumRows(), nil
 }
 
-// Value implements Fetcher.
-func (p *PageFetcher) Value(ctx context.Context, ref FileRef, column string, row int64) ([]byte, error) {
+// Value implements sample.Fetcher.
+func (p *Fetcher) Value(ctx context.Context, ref FileRef, column string, row int64) ([]byte, error) {
 	blob, start, err := p.page(ctx, ref, column, row)
 	if err != nil {
 		return nil, err
 	}
-	i := int(row - start - blobFirstRow(blob))
-	if i < 0 || i >= blobLen(blob) {
-		return nil, fmt.Errorf("row %d not in its page (rows %d..%d)", row, start+blobFirstRow(blob), start+blobFirstRow(blob)+int64(blobLen(blob)))
+	i := int(row - start - packed.FirstRow(blob))
+	if i < 0 || i >= packed.Len(blob) {
+		return nil, fmt.Errorf("row %d not in its page (rows %d..%d)", row, start+packed.FirstRow(blob), start+packed.FirstRow(blob)+int64(packed.Len(blob)))
 	}
-	return blobValue(blob, i), nil
+	return packed.Value(blob, i), nil
 }
 
-// Values implements Fetcher: it walks the column's pages in order, each
+// Values implements sample.Fetcher: it walks the column's pages in order, each
 // through the cache as Value reads it (so that the pages are cached for
 // the reads that follow, and read ahead as a reader in file order would).
-func (p *PageFetcher) Values(ctx context.Context, ref FileRef, column string, fn func(row int64, v []byte) error) error {
+func (p *Fetcher) Values(ctx context.Context, ref FileRef, column string, fn func(row int64, v []byte) error) error {
 	of, err := p.open(ctx, ref)
 	if err != nil {
 		return err
@@ -465,12 +466,12 @@ func (p *PageFetcher) Values(ctx context.Context, ref FileRef, column string, fn
 		if err != nil {
 			return err
 		}
-		first, n := start+blobFirstRow(blob), blobLen(blob)
+		first, n := start+packed.FirstRow(blob), packed.Len(blob)
 		if first != row || n == 0 {
 			return fmt.Errorf("the page at row %d starts at row %d and holds %d values", row, first, n)
 		}
 		for i := range n {
-			if err := fn(row+int64(i), blobValue(blob, i)); err != nil {
+			if err := fn(row+int64(i), packed.Value(blob, i)); err != nil {
 				return err
 			}
 		}
@@ -479,9 +480,9 @@ func (p *PageFetcher) Values(ctx context.Context, ref FileRef, column string, fn
 	return nil
 }
 
-// Heads implements RangeFetcher: Values, with a page that is decoded as
+// Heads implements sample.RangeFetcher: Values, with a page that is decoded as
 // a stream (too large for memory) read from its spill file.
-func (p *PageFetcher) Heads(ctx context.Context, ref FileRef, column string, max int, fn func(row, size int64, head []byte) error) error {
+func (p *Fetcher) Heads(ctx context.Context, ref FileRef, column string, max int, fn func(row, size int64, head []byte) error) error {
 	of, err := p.open(ctx, ref)
 	if err != nil {
 		return err
@@ -504,7 +505,7 @@ func (p *PageFetcher) Heads(ctx context.Context, ref FileRef, column string, max
 
 // pageHeads calls fn for the values of the page at l, which must start
 // at row, and returns how many there are.
-func (p *PageFetcher) pageHeads(ctx context.Context, ref FileRef, column string, l *pageLoc, row int64, buf []byte, fn func(row, size int64, head []byte) error) (int64, error) {
+func (p *Fetcher) pageHeads(ctx context.Context, ref FileRef, column string, l *pageLoc, row int64, buf []byte, fn func(row, size int64, head []byte) error) (int64, error) {
 	s := p.spill.acquire(l.key)
 	if s == nil {
 		var err error
@@ -532,12 +533,12 @@ func (p *PageFetcher) pageHeads(ctx context.Context, ref FileRef, column string,
 	if err != nil {
 		return 0, err
 	}
-	first, n := l.of.start[l.rgi]+blobFirstRow(blob), blobLen(blob)
+	first, n := l.of.start[l.rgi]+packed.FirstRow(blob), packed.Len(blob)
 	if first != row || n == 0 {
 		return 0, fmt.Errorf("the page at row %d starts at row %d and holds %d values", row, first, n)
 	}
 	for i := range n {
-		v := blobValue(blob, i)
+		v := packed.Value(blob, i)
 		if err := fn(row+int64(i), int64(len(v)), v[:min(len(v), len(buf))]); err != nil {
 			return 0, err
 		}
@@ -545,8 +546,8 @@ func (p *PageFetcher) pageHeads(ctx context.Context, ref FileRef, column string,
 	return int64(n), nil
 }
 
-// Head implements RangeFetcher.
-func (p *PageFetcher) Head(ctx context.Context, ref FileRef, column string, row int64, max int) (int64, []byte, error) {
+// Head implements sample.RangeFetcher.
+func (p *Fetcher) Head(ctx context.Context, ref FileRef, column string, row int64, max int) (int64, []byte, error) {
 	l, err := p.locate(ctx, ref, column, row)
 	if err != nil {
 		return 0, nil, err
@@ -583,12 +584,12 @@ type pageLoc struct {
 	pageLen   int64
 	page0     int64 // the chunk's first page's offset
 	unit      string
-	key       CacheKey
+	key       Key
 	head      []byte // the page's first bytes, when read already (streamed)
 }
 
 // locate finds the page holding row of column.
-func (p *PageFetcher) locate(ctx context.Context, ref FileRef, column string, row int64) (*pageLoc, error) {
+func (p *Fetcher) locate(ctx context.Context, ref FileRef, column string, row int64) (*pageLoc, error) {
 	of, err := p.open(ctx, ref)
 	if err != nil {
 		return nil, err
@@ -621,9 +622,9 @@ func (p *PageFetcher) locate(ctx context.Context, ref FileRef, column string, ro
 	return l, nil
 }
 
-// page returns the decoded page (a blob, see blob.go) holding row of
+// page returns the decoded page (a blob, package internal/packed) holding row of
 // column, and the first row of its row group.
-func (p *PageFetcher) page(ctx context.Context, ref FileRef, column string, row int64) ([]byte, int64, error) {
+func (p *Fetcher) page(ctx context.Context, ref FileRef, column string, row int64) ([]byte, int64, error) {
 	l, err := p.locate(ctx, ref, column, row)
 	if err != nil {
 		return nil, 0, err
@@ -636,7 +637,7 @@ func (p *PageFetcher) page(ctx context.Context, ref FileRef, column string, row 
 }
 
 // get returns the decoded page at l, through the cache.
-func (p *PageFetcher) get(ctx context.Context, ref FileRef, column string, l *pageLoc) ([]byte, error) {
+func (p *Fetcher) get(ctx context.Context, ref FileRef, column string, l *pageLoc) ([]byte, error) {
 	of := l.of
 	blob, err := p.cache.Get(ctx, l.key, func(ctx context.Context) ([]byte, error) {
 		var raw func() ([]byte, error)
@@ -671,10 +672,10 @@ func (p *PageFetcher) get(ctx context.Context, ref FileRef, column string, l *pa
 // larger than SpillAbove is spilled to a file the first time it is read
 // and served from there afterwards (spillStore), so reading a large value
 // in small reads decodes it once.
-func (p *PageFetcher) ValueAt(ctx context.Context, ref FileRef, column string, row int64, b []byte, off int64) (int, error) {
+func (p *Fetcher) ValueAt(ctx context.Context, ref FileRef, column string, row int64, b []byte, off int64) (int, error) {
 	if p.spill == nil {
 		v, err := p.Value(ctx, ref, column, row)
-		return copyFrom(b, v, off), err
+		return packed.CopyAt(b, v, off), err
 	}
 	l, err := p.locate(ctx, ref, column, row)
 	if err != nil {
@@ -695,31 +696,25 @@ func (p *PageFetcher) ValueAt(ctx context.Context, ref FileRef, column string, r
 	if err != nil {
 		return 0, err
 	}
-	i := int(l.inRG - blobFirstRow(blob))
-	if i < 0 || i >= blobLen(blob) {
-		return 0, fmt.Errorf("row %d not in its page (rows %d..%d)", row, l.of.start[l.rgi]+blobFirstRow(blob), l.of.start[l.rgi]+blobFirstRow(blob)+int64(blobLen(blob)))
+	i := int(l.inRG - packed.FirstRow(blob))
+	if i < 0 || i >= packed.Len(blob) {
+		return 0, fmt.Errorf("row %d not in its page (rows %d..%d)", row, l.of.start[l.rgi]+packed.FirstRow(blob), l.of.start[l.rgi]+packed.FirstRow(blob)+int64(packed.Len(blob)))
 	}
 	if int64(len(blob)) > p.spillAbove && p.spill.add(l.key, blob) {
 		p.spilled.Add(1)
 	}
-	return copyFrom(b, blobValue(blob, i), off), nil
+	return packed.CopyAt(b, packed.Value(blob, i), off), nil
 }
 
-// copyFrom copies v[off:] into b (nothing for an offset outside v).
-func copyFrom(b, v []byte, off int64) int {
-	if off < 0 || off >= int64(len(v)) {
-		return 0
-	}
-	return copy(b, v[off:])
-}
-
-func (p *PageFetcher) pageKey(ref FileRef, column, unit string) CacheKey {
-	return CacheKey{Kind: "page", File: ref.Path, Version: ref.identity(), Column: column, Unit: unit}
+// pageKey is the key of the decoded page unit ("rg/page", or "rg/all"
+// for a chunk read whole) of column of ref.
+func (p *Fetcher) pageKey(ref FileRef, column, unit string) Key {
+	return ref.CacheKey("page", column, unit)
 }
 
 // prefetch offers the pages after page pi of a column chunk to the cache's
 // read-ahead: the next samples of the file in shard order.
-func (p *PageFetcher) prefetch(of *openFile, ref FileRef, column string, ch chunkAt, oi parquet.OffsetIndex, pi int) {
+func (p *Fetcher) prefetch(of *openFile, ref FileRef, column string, ch chunkAt, oi parquet.OffsetIndex, pi int) {
 	rgi := ch.rg
 	chunk := column + "\x00" + strconv.Itoa(rgi)
 	of.mu.Lock()
@@ -793,7 +788,7 @@ func (p *PageFetcher) prefetch(of *openFile, ref FileRef, column string, ch chun
 // storage.ReadRanges (one request on stores that coalesce, such as S3);
 // a page accepted after that is read on its own.
 type pageBatch struct {
-	p      *PageFetcher
+	p      *Fetcher
 	key    string
 	ranges map[int]storage.Range // every page offered
 
@@ -880,7 +875,7 @@ type chunkAt struct {
 // page's bytes instead. The bytes are checked (pqcheck.CheckPages) and
 // parquet-go decodes from them, reading nothing else; a dictionary-encoded
 // page needs the chunk's dictionary page, read and checked the same way.
-func (p *PageFetcher) readPages(ctx context.Context, of *openFile, ref FileRef, ch chunkAt, first, pageOff, pageLen int64, raw func() ([]byte, error)) (blob []byte, err error) {
+func (p *Fetcher) readPages(ctx context.Context, of *openFile, ref FileRef, ch chunkAt, first, pageOff, pageLen int64, raw func() ([]byte, error)) (blob []byte, err error) {
 	defer recoverParquet(&err)
 	fcc, ok := ch.cc.(*parquet.FileColumnChunk)
 	if !ok {
@@ -977,7 +972,7 @@ func (p *PageFetcher) readPages(ctx context.Context, of *openFile, ref FileRef, 
 		return nil, fmt.Errorf("column %s: the page of rows from %d holds %d values, the page index says %d (damaged page index)", of.pq.Column(ch.col), first, len(offs), want)
 	}
 	offs = append(offs, uint32(len(data)))
-	return packOffsets(first, data, offs, nulls), nil
+	return packed.PackOffsets(first, data, offs, nulls), nil
 }
 
 // appendPageFast appends a flat byte array page's values from parquet-go's

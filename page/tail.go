@@ -1,4 +1,4 @@
-package sample
+package page
 
 import (
 	"encoding/binary"
@@ -15,8 +15,8 @@ const tailGuess = pqcheck.TailGuess
 
 // The tail of a data file is its footer and page index (column and offset
 // indexes, which writers put just before the footer): everything a
-// PageFetcher needs to open the file. It is read with one ranged read (a
-// second only when it is larger than tailGuess) and kept in the BlobCache
+// Fetcher needs to open the file. It is read with one ranged read (a
+// second only when it is larger than tailGuess) and kept in the Cache
 // as kind "tail", so that a remount with a warm disk cache opens files
 // without reading storage at all. Blob layout: 8 bytes little-endian file
 // offset of the first byte held, then the bytes up to the end of the file.
@@ -25,8 +25,9 @@ const tailGuess = pqcheck.TailGuess
 // before the tail is kept, and again, in memory, each time parquet-go
 // opens the file from it.
 
-func tailKey(ref FileRef) CacheKey {
-	return CacheKey{Kind: "tail", File: ref.Path, Version: ref.identity()}
+// tailKey is the key of ref's tail.
+func tailKey(ref FileRef) Key {
+	return ref.CacheKey("tail", "", "")
 }
 
 // readTail reads and checks the tail of a file of size bytes through r.

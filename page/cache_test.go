@@ -1,4 +1,4 @@
-package sample
+package page
 
 import (
 	"bytes"
@@ -8,9 +8,11 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
-func memKey(i int) CacheKey { return CacheKey{Kind: "page", File: "f", Unit: strconv.Itoa(i)} }
+func memKey(i int) Key { return Key{Kind: "page", File: "f", Unit: strconv.Itoa(i)} }
 
 // MemCache keeps the most recently used entries within its bytes (each
 // counted with its overhead), evicting the least recently used.
@@ -79,7 +81,7 @@ func TestMemCacheSharedFetch(t *testing.T) {
 			errs <- err
 		}()
 	}
-	waitUntil(t, "16 waiters", func() bool { return c.flights.Waiters(memKey(1)) == n })
+	testkit.WaitUntil(t, "16 waiters", func() bool { return c.flights.Waiters(memKey(1)) == n })
 	close(release)
 	for range n {
 		if err := <-errs; err != boom {
@@ -124,7 +126,7 @@ func TestMemCacheCancelledStarter(t *testing.T) {
 		}
 		second <- v
 	}()
-	waitUntil(t, "the second Get", func() bool { return c.flights.Waiters(memKey(2)) == 2 })
+	testkit.WaitUntil(t, "the second Get", func() bool { return c.flights.Waiters(memKey(2)) == 2 })
 	cancel()
 	select {
 	case err := <-first:
@@ -142,16 +144,5 @@ func TestMemCacheCancelledStarter(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the other Get did not return")
-	}
-}
-
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
 	}
 }

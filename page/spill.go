@@ -1,4 +1,4 @@
-package sample
+package page
 
 import (
 	"encoding/binary"
@@ -8,13 +8,14 @@ import (
 	"sync"
 
 	"github.com/deltafs/deltafs/internal/lru"
+	"github.com/deltafs/deltafs/internal/packed"
 )
 
 // A spillStore keeps decoded pages too large for the memory cache in
 // unlinked temporary files, so that a large sample is decoded once and each
 // read of a range of it costs that range (three preads), not a decode of
 // its whole page: a 300 MiB value read 1 MiB at a time was decoded 300
-// times. The files hold the page's blob (blob.go) as it is; they have no
+// times. The files hold the page's blob (package internal/packed) as it is; they have no
 // name (removed as soon as created), so a crash leaves nothing behind, and
 // they are bounded in total by an LRU on their bytes. Reads hold a
 // reference, so that an eviction closes a file only once no read uses it.
@@ -22,12 +23,12 @@ type spillStore struct {
 	dir string // where the files are made ("": os.TempDir())
 
 	mu      sync.Mutex
-	files   *lru.Cache[CacheKey, *spillFile] // guarded by mu; cost: bytes
-	writing map[CacheKey]bool                // guarded by mu; spills in progress
+	files   *lru.Cache[Key, *spillFile] // guarded by mu; cost: bytes
+	writing map[Key]bool                // guarded by mu; spills in progress
 }
 
 // spillFile is one spilled page: a blob, or a page decoded as a stream
-// (pagestream.go), whose values lie in the file where spans say.
+// (stream.go), whose values lie in the file where spans say.
 type spillFile struct {
 	f        *os.File
 	n        int         // the page's values
@@ -38,17 +39,17 @@ type spillFile struct {
 }
 
 func newSpillStore(dir string, maxBytes int64) *spillStore {
-	return &spillStore{dir: dir, files: lru.New[CacheKey, *spillFile](maxBytes, func(_ CacheKey, s *spillFile) {
+	return &spillStore{dir: dir, files: lru.New[Key, *spillFile](maxBytes, func(_ Key, s *spillFile) {
 		s.evicted = true
 		if s.refs == 0 {
 			s.f.Close()
 		}
-	}), writing: map[CacheKey]bool{}}
+	}), writing: map[Key]bool{}}
 }
 
 // acquire returns k's spilled page, held until release; nil when k is not
 // spilled.
-func (st *spillStore) acquire(k CacheKey) *spillFile {
+func (st *spillStore) acquire(k Key) *spillFile {
 	if st == nil {
 		return nil // no spilling
 	}
@@ -74,7 +75,7 @@ func (st *spillStore) release(s *spillFile) {
 // add spills blob under k, unless it is spilled or being spilled. It
 // reports whether this call spilled it; a failure to write (a full disk)
 // is only a page not kept: its reads decode it again.
-func (st *spillStore) add(k CacheKey, blob []byte) bool {
+func (st *spillStore) add(k Key, blob []byte) bool {
 	st.mu.Lock()
 	_, have := st.files.Get(k)
 	if have || st.writing[k] {
@@ -106,7 +107,7 @@ type spillSpan struct {
 // keep keeps s, a page decoded into its file, under k, at cost bytes. It
 // reports whether it was kept: a page larger than the whole budget, or
 // one spilled meanwhile, is closed.
-func (st *spillStore) keep(k CacheKey, s *spillFile, cost int64) bool {
+func (st *spillStore) keep(k Key, s *spillFile, cost int64) bool {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if _, have := st.files.Get(k); have || !st.files.Add(k, s, cost) {
@@ -143,7 +144,7 @@ func (st *spillStore) write(blob []byte) (*spillFile, error) {
 		f.Close()
 		return nil, err
 	}
-	return &spillFile{f: f, n: blobLen(blob), firstRow: blobFirstRow(blob)}, nil
+	return &spillFile{f: f, n: packed.Len(blob), firstRow: packed.FirstRow(blob)}, nil
 }
 
 // readValue reads bytes [off, off+len(p)) of value i into p: the count
@@ -156,13 +157,13 @@ func (s *spillFile) readValue(i int, p []byte, off int64) (int, error) {
 		return s.readSpan(i, p, off)
 	}
 	var b [8]byte
-	if _, err := s.f.ReadAt(b[:1], int64(blobHeader+i)); err != nil {
+	if _, err := s.f.ReadAt(b[:1], int64(packed.Header+i)); err != nil {
 		return 0, err
 	}
 	if b[0] == 1 {
 		return 0, nil // null
 	}
-	if _, err := s.f.ReadAt(b[:], int64(blobHeader+s.n+4*i)); err != nil {
+	if _, err := s.f.ReadAt(b[:], int64(packed.Header+s.n+4*i)); err != nil {
 		return 0, err
 	}
 	lo, hi := int64(binary.LittleEndian.Uint32(b[:4])), int64(binary.LittleEndian.Uint32(b[4:]))
@@ -173,7 +174,7 @@ func (s *spillFile) readValue(i int, p []byte, off int64) (int, error) {
 		return 0, nil
 	}
 	p = p[:min(int64(len(p)), hi-lo-off)]
-	n, err := s.f.ReadAt(p, int64(blobHeader+s.n+4*(s.n+1))+lo+off)
+	n, err := s.f.ReadAt(p, int64(packed.Header+s.n+4*(s.n+1))+lo+off)
 	if err == io.EOF && n == len(p) {
 		err = nil
 	}
@@ -213,10 +214,10 @@ func (s *spillFile) head(i int, head []byte) (size int64, n int, err error) {
 		}
 	} else {
 		var b [9]byte
-		if _, err := s.f.ReadAt(b[:1], int64(blobHeader+i)); err != nil {
+		if _, err := s.f.ReadAt(b[:1], int64(packed.Header+i)); err != nil {
 			return 0, 0, err
 		}
-		if _, err := s.f.ReadAt(b[1:], int64(blobHeader+s.n+4*i)); err != nil {
+		if _, err := s.f.ReadAt(b[1:], int64(packed.Header+s.n+4*i)); err != nil {
 			return 0, 0, err
 		}
 		if b[0] != 1 {

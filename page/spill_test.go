@@ -1,4 +1,4 @@
-package sample
+package page
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ func TestValueAtSpills(t *testing.T) {
 	}
 	// A memory cache smaller than a page, and room for one spilled page:
 	// reading the two large values in turn evicts one for the other.
-	p := NewPageFetcher(st, PageFetcherOptions{Cache: NewMemCache(1 << 20), SpillAbove: 1 << 20, SpillDir: t.TempDir(), SpillBytes: size + size/2})
+	p := NewFetcher(st, Options{Cache: NewMemCache(1 << 20), SpillAbove: 1 << 20, SpillDir: t.TempDir(), SpillBytes: size + size/2})
 	ctx := context.Background()
 	refs := map[string]FileRef{}
 	for name, rows := range files {

@@ -1,4 +1,4 @@
-package sample
+package page
 
 import (
 	"bufio"
@@ -62,7 +62,7 @@ var errNotStreamed = errors.New("not streamed")
 // decoded as a stream. It returns nil (and no error) for a page to be
 // decoded in memory; l.head then holds the page's first bytes, already
 // read. The returned file is held until spill.release.
-func (p *PageFetcher) streamed(ctx context.Context, ref FileRef, column string, l *pageLoc) (*spillFile, error) {
+func (p *Fetcher) streamed(ctx context.Context, ref FileRef, column string, l *pageLoc) (*spillFile, error) {
 	// Only a page whose compressed bytes pass SpillAbove is looked at
 	// (its header read): every other read of a page goes straight to the
 	// cache. A page that compresses below SpillAbove and decodes above it
@@ -108,14 +108,14 @@ func (p *PageFetcher) streamed(ctx context.Context, ref FileRef, column string, 
 // declined reports whether the page of key k was found not to be of a
 // shape decoded as a stream, so that its reads go to the cache without
 // a look at its header again.
-func (p *PageFetcher) declined(k CacheKey) bool {
+func (p *Fetcher) declined(k Key) bool {
 	p.declinedMu.Lock()
 	defer p.declinedMu.Unlock()
 	_, ok := p.declinedPages.Get(k)
 	return ok
 }
 
-func (p *PageFetcher) decline(k CacheKey) {
+func (p *Fetcher) decline(k Key) {
 	p.declinedMu.Lock()
 	defer p.declinedMu.Unlock()
 	p.declinedPages.Add(k, struct{}{}, 1)
@@ -124,7 +124,7 @@ func (p *PageFetcher) decline(k CacheKey) {
 // streamPage decodes the page at l into a new spill file and keeps it
 // in the spill store. It returns the page's first bytes and errNotStreamed
 // when the page is not decoded as a stream.
-func (p *PageFetcher) streamPage(ctx context.Context, ref FileRef, column string, l *pageLoc) (head []byte, err error) {
+func (p *Fetcher) streamPage(ctx context.Context, ref FileRef, column string, l *pageLoc) (head []byte, err error) {
 	defer recoverParquet(&err)
 	of := l.of
 	r := storage.ReaderAt(ctx, p.st, ref.Key)

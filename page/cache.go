@@ -1,4 +1,4 @@
-package sample
+package page
 
 import (
 	"context"
@@ -8,12 +8,13 @@ import (
 	"github.com/deltafs/deltafs/internal/lru"
 )
 
-// CacheKey names one cached unit of bytes derived from a data file. It
-// mirrors cache.Key (the persistent cache's key) minus the table, which the
-// adapter adds: File is the data file path, Version its identity guard (its
-// size), Column the physical column, Unit the part ("rg/page", a deletion
-// vector id, ...).
-type CacheKey struct {
+// Key names one cached unit of bytes derived from a data file: File is the
+// data file path, Version its identity guard (FileRef.Identity), Column the
+// physical column, Unit the part ("rg/page", a deletion vector id, ...).
+// It is the persistent cache's key (cache.Key) minus the table, which
+// cache.KeyIn adds: its fields must stay those of cache.FileKey, or the
+// callers of KeyIn stop compiling. FileRef.CacheKey makes a file's keys.
+type Key struct {
 	Kind    string
 	File    string
 	Version string
@@ -21,12 +22,12 @@ type CacheKey struct {
 	Unit    string
 }
 
-// BlobCache is where decoded pages and rendered JSON live. Get returns the
+// Cache is where decoded pages and rendered JSON live. Get returns the
 // key's bytes, calling fetch once for all concurrent callers on a miss. The
 // returned slice is shared and must not be modified. cache.Cache fits this
 // through a three-line adapter; MemCache is the built-in memory-only one.
-type BlobCache interface {
-	Get(ctx context.Context, key CacheKey, fetch func(ctx context.Context) ([]byte, error)) ([]byte, error)
+type Cache interface {
+	Get(ctx context.Context, key Key, fetch func(ctx context.Context) ([]byte, error)) ([]byte, error)
 }
 
 // MemCache is a strict LRU of byte slices bounded by their total length
@@ -34,8 +35,8 @@ type BlobCache interface {
 // concurrent use.
 type MemCache struct {
 	mu      sync.Mutex
-	lru     *lru.Cache[CacheKey, []byte] // guarded by mu
-	flights flight.Group[CacheKey, []byte]
+	lru     *lru.Cache[Key, []byte] // guarded by mu
+	flights flight.Group[Key, []byte]
 }
 
 // memEntryOverhead is what an entry is counted beyond its bytes: its key
@@ -45,14 +46,14 @@ const memEntryOverhead = 64
 // NewMemCache returns an LRU holding at most maxBytes (≤ 0: nothing is
 // kept, fetches are still coalesced).
 func NewMemCache(maxBytes int64) *MemCache {
-	return &MemCache{lru: lru.New[CacheKey, []byte](maxBytes, nil)}
+	return &MemCache{lru: lru.New[Key, []byte](maxBytes, nil)}
 }
 
-// Get implements BlobCache. Concurrent Gets of a missing key share one
+// Get implements Cache. Concurrent Gets of a missing key share one
 // fetch (internal/flight): it runs with a context that keeps ctx's values
 // and ends only when every Get waiting for it has left; a Get whose ctx
 // ends leaves at once. A failed fetch is not kept.
-func (c *MemCache) Get(ctx context.Context, key CacheKey, fetch func(ctx context.Context) ([]byte, error)) ([]byte, error) {
+func (c *MemCache) Get(ctx context.Context, key Key, fetch func(ctx context.Context) ([]byte, error)) ([]byte, error) {
 	if v, ok := c.get(key); ok {
 		return v, nil
 	}
@@ -74,7 +75,7 @@ func (c *MemCache) Get(ctx context.Context, key CacheKey, fetch func(ctx context
 	return v, err
 }
 
-func (c *MemCache) get(key CacheKey) ([]byte, bool) {
+func (c *MemCache) get(key Key) ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.lru.Get(key)

@@ -1,4 +1,4 @@
-package sample
+package page
 
 import (
 	"bytes"
@@ -120,7 +120,7 @@ func TestPageFetcherReadsPerSample(t *testing.T) {
 	st, ref, rows, oi := writePixels(t, 2000)
 	cs := &countedStore{Storage: st}
 	blobs := NewMemCache(64 << 20)
-	p := NewPageFetcher(cs, PageFetcherOptions{Cache: blobs})
+	p := NewFetcher(cs, Options{Cache: blobs})
 	ctx := context.Background()
 	const row = 1234
 	got, err := p.Value(ctx, ref, "data", row)
@@ -158,7 +158,7 @@ func TestPageFetcherReadsPerSample(t *testing.T) {
 	}
 
 	// A new fetcher (a remount) with the cache's tail and pages: nothing read.
-	p2 := NewPageFetcher(cs, PageFetcherOptions{Cache: blobs})
+	p2 := NewFetcher(cs, Options{Cache: blobs})
 	if got, err := p2.Value(ctx, ref, "data", row); err != nil || !bytes.Equal(got, rows[row].Data) || cs.reads.Load() != 3 {
 		t.Errorf("cached tail and page: %v, %d reads, want still 3", err, cs.reads.Load())
 	}
@@ -181,19 +181,17 @@ func TestReadTailErrors(t *testing.T) {
 	}
 }
 
-// prefetchCache is the two-tier cache (memory only) as a BlobCache with
+// prefetchCache is the two-tier cache (memory only) as a Cache with
 // read-ahead, as the mount wires it.
 type prefetchCache struct{ c *cache.Cache }
 
-func (a prefetchCache) key(k CacheKey) cache.Key {
-	return cache.Key{Kind: k.Kind, File: k.File, Version: k.Version, Column: k.Column, Unit: k.Unit}
-}
+func (a prefetchCache) key(k Key) cache.Key { return cache.KeyIn("", k) }
 
-func (a prefetchCache) Get(ctx context.Context, k CacheKey, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
+func (a prefetchCache) Get(ctx context.Context, k Key, fetch func(context.Context) ([]byte, error)) ([]byte, error) {
 	return a.c.Get(ctx, a.key(k), fetch)
 }
 
-func (a prefetchCache) Prefetch(k CacheKey, size int64, fetch func(context.Context) ([]byte, error)) bool {
+func (a prefetchCache) Prefetch(k Key, size int64, fetch func(context.Context) ([]byte, error)) bool {
 	return a.c.Prefetch(a.key(k), size, fetch)
 }
 
@@ -216,7 +214,7 @@ func TestPageFetcherReadAhead(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer pc.Close()
-			p := NewPageFetcher(cs, PageFetcherOptions{Cache: prefetchCache{pc}, ReadAhead: 4})
+			p := NewFetcher(cs, Options{Cache: prefetchCache{pc}, ReadAhead: 4})
 			ctx := context.Background()
 			for i := range rows {
 				got, err := p.Value(ctx, ref, "data", int64(i))
@@ -291,7 +289,7 @@ func TestPageFetcherCoalescesReadAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	p := NewPageFetcher(rs, PageFetcherOptions{Cache: prefetchCache{pc}, ReadAhead: 4, Coalesce: true})
+	p := NewFetcher(rs, Options{Cache: prefetchCache{pc}, ReadAhead: 4, Coalesce: true})
 	ctx := context.Background()
 	for i := range rows {
 		got, err := p.Value(ctx, ref, "data", int64(i))
@@ -332,7 +330,7 @@ func TestPageFetcherRandomSampleNoReadAhead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pc.Close()
-	p := NewPageFetcher(cs, PageFetcherOptions{Cache: prefetchCache{pc}, ReadAhead: 4})
+	p := NewFetcher(cs, Options{Cache: prefetchCache{pc}, ReadAhead: 4})
 	ctx := context.Background()
 	row := oi.FirstRowIndex(5) + 3
 	if got, err := p.Value(ctx, ref, "data", row); err != nil || !bytes.Equal(got, rows[row].Data) {
