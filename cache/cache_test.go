@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/deltafs/deltafs/internal/testkit"
 )
 
 func TestGetFillsBothTiers(t *testing.T) {
@@ -108,7 +110,7 @@ func TestSingleflight(t *testing.T) {
 			results[i] = v
 		}()
 	}
-	waitFor(t, "16 waiters", func() bool { return waiters(c, k) == readers })
+	testkit.WaitUntil(t, "16 waiters", func() bool { return waiters(c, k) == readers })
 	close(release)
 	wg.Wait()
 	if n := fetches.Load(); n != 1 {
@@ -127,17 +129,6 @@ func TestSingleflight(t *testing.T) {
 func waiters(c *Cache, k Key) int {
 	r, _ := k.ref()
 	return c.flights.Waiters(r.sum)
-}
-
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // TestFetchErrorCachesNothing: a failing fetch's error reaches every waiter,
@@ -164,7 +155,7 @@ func TestFetchErrorCachesNothing(t *testing.T) {
 			}
 		}()
 	}
-	waitFor(t, "4 waiters", func() bool { return waiters(c, k) == 4 })
+	testkit.WaitUntil(t, "4 waiters", func() bool { return waiters(c, k) == 4 })
 	close(release)
 	wg.Wait()
 	if fetches.Load() != 1 {
@@ -203,7 +194,7 @@ func TestCancelledWaiter(t *testing.T) {
 	leaderCtx, cancelLeader := context.WithCancel(context.Background())
 	leaderErr := make(chan error, 1)
 	go func() { _, err := c.Get(leaderCtx, k, fetch); leaderErr <- err }()
-	waitFor(t, "leader", func() bool { return waiters(c, k) == 1 })
+	testkit.WaitUntil(t, "leader", func() bool { return waiters(c, k) == 1 })
 	other := make(chan []byte, 1)
 	go func() {
 		v, err := c.Get(context.Background(), k, fetch)
@@ -212,7 +203,7 @@ func TestCancelledWaiter(t *testing.T) {
 		}
 		other <- v
 	}()
-	waitFor(t, "second waiter", func() bool { return waiters(c, k) == 2 })
+	testkit.WaitUntil(t, "second waiter", func() bool { return waiters(c, k) == 2 })
 	cancelLeader()
 	if err := <-leaderErr; !errors.Is(err, context.Canceled) {
 		t.Fatalf("leader: %v", err)
@@ -233,7 +224,7 @@ func TestCancelledWaiter(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { _, err := c.Get(ctx, k2, blocking); done <- err }()
-	waitFor(t, "waiter", func() bool { return waiters(c, k2) == 1 })
+	testkit.WaitUntil(t, "waiter", func() bool { return waiters(c, k2) == 1 })
 	cancel()
 	<-done
 	select {
@@ -396,7 +387,7 @@ func TestPrefetch(t *testing.T) {
 		t.Fatalf("admitted %d prefetches, want 4", admitted)
 	}
 	close(release)
-	waitFor(t, "prefetches", func() bool { return c.prefetchInFlight.Load() == 0 })
+	testkit.WaitUntil(t, "prefetches", func() bool { return c.prefetchInFlight.Load() == 0 })
 	for i := range 4 {
 		if v, ok := c.Peek(key(i)); !ok || !bytes.Equal(v, payload(key(i), 1000)) {
 			t.Fatalf("prefetched key %d not cached", i)
@@ -409,7 +400,7 @@ func TestPrefetch(t *testing.T) {
 	if !c.Prefetch(key(50), 1<<20, fetchFor(key(50))) {
 		t.Fatal("an oversized prefetch with nothing in flight was declined")
 	}
-	waitFor(t, "big prefetch", func() bool { return c.prefetchInFlight.Load() == 0 })
+	testkit.WaitUntil(t, "big prefetch", func() bool { return c.prefetchInFlight.Load() == 0 })
 	if s := c.Stats(); s.PrefetchQueued != 5 || s.PrefetchDropped != 4 {
 		t.Fatalf("stats: %+v", s)
 	}

@@ -535,7 +535,7 @@ func TestRescanEnforcesBudget(t *testing.T) {
 		mustGet(t, big, key(i), src.fetch(key(i)), payload(key(i), 1000))
 	}
 	mustGet(t, small, key(20), src.fetch(key(20)), payload(key(20), 1000))
-	waitFor(t, "rescan", func() bool { u, _ := DiskUsage(dir); return u.Bytes <= 4*entry8K })
+	testkit.WaitUntil(t, "rescan", func() bool { u, _ := DiskUsage(dir); return u.Bytes <= 4*entry8K })
 }
 
 func TestClearAndDiskUsage(t *testing.T) {
