@@ -2,6 +2,7 @@ package fusefs_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -284,5 +285,110 @@ func abortConnection(t *testing.T, dir string) {
 		if err := os.WriteFile(filepath.Join(ctl, minor, "abort"), []byte("1"), 0); err != nil {
 			t.Logf("abort: %v", err)
 		}
+	}
+}
+
+// TestOverlayKeepsTheOtherPaths: with overlays stacked, what the overlay
+// test above does not walk stays as it is: at/<time> leads into the
+// version current then (through its overlay, no IOCTL per open, the same
+// bytes); the tar view reads the same bytes as before the overlay hid the
+// FUSE directory; and a listing past the --kernel-inodes budget (entries
+// by name only) still lists every sample through the overlay and each
+// reads its bytes.
+func TestOverlayKeepsTheOtherPaths(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Fatal("this test needs root: it mounts overlayfs")
+	}
+	const n = 40
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: digits(n, 0)}}, nil, nil)
+	s, err := sample.New(tbl.Options(sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := fusefs.NewRoot(context.Background(), fusefs.Options{Samples: s, Refresh: 50 * time.Millisecond, KernelInodes: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := mounttest.InProcessRaw(t, root, root.MountOptions("memtable", false, false))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go root.Run(ctx)
+	t.Cleanup(func() {
+		if fusefs.UnmountOverlays(dir, true) {
+			t.Error("overlays left after UnmountOverlays")
+		}
+	})
+
+	// The FUSE mount's own bytes, before any overlay.
+	tarWant, err := os.ReadFile(filepath.Join(dir, "version", "0", "shard", "0.tar"))
+	if err != nil || len(tarWant) == 0 {
+		t.Fatalf("the tar view before the overlay: %d bytes, %v", len(tarWant), err)
+	}
+	want := map[string][]byte{}
+	for i := range n {
+		name := strconv.Itoa(i) + ".png"
+		b, err := os.ReadFile(filepath.Join(dir, "version", "0", "shard", "0", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[name] = b
+	}
+
+	if err := root.StartOverlays(dir); err != nil {
+		t.Fatal(err)
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Join(dir, "version", "0", "shard"), &st); err != nil || st.Type == unix.FUSE_SUPER_MAGIC {
+		t.Fatalf("version/0/shard after the start: statfs type %#x (%v), want the overlay's", st.Type, err)
+	}
+
+	// at/<time>: a time after the commit leads to version/0, through its
+	// overlay.
+	at := filepath.Join(dir, "at", strconv.FormatInt(t0.Add(time.Minute).UnixMilli(), 10))
+	atDir, err := unix.Open(filepath.Join(at, "shard", "0"), unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatalf("at/<time>/shard/0: %v", err)
+	}
+	defer unix.Close(atDir)
+	if err := unix.Fstatfs(atDir, &st); err != nil || st.Type == unix.FUSE_SUPER_MAGIC {
+		t.Fatalf("at/<time>/shard/0: statfs type %#x (%v), want the overlay's", st.Type, err)
+	}
+	ioctls := root.Counters().Ioctls.Load()
+	for _, name := range []string{"0.png", "7.png", "39.png"} {
+		if got := isattyRead(t, atDir, name); !bytes.Equal(got, want[name]) {
+			t.Fatalf("at/<time>/shard/0/%s: %d bytes differing from the mount's %d", name, len(got), len(want[name]))
+		}
+	}
+	if got := root.Counters().Ioctls.Load() - ioctls; got != 0 {
+		t.Fatalf("%d IOCTLs reached the server through at/<time>, want 0", got)
+	}
+
+	// The tar view through the overlay.
+	if got, err := os.ReadFile(filepath.Join(dir, "version", "0", "shard", "0.tar")); err != nil || !bytes.Equal(got, tarWant) {
+		t.Fatalf("the tar view through the overlay: %d bytes (%v), want the mount's %d", len(got), err, len(tarWant))
+	}
+
+	// A listing past the kernel inode budget, through the overlay.
+	ents, err := os.ReadDir(filepath.Join(dir, "latest", "shard", "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for _, e := range ents {
+		w, ok := want[e.Name()]
+		if !ok {
+			continue
+		}
+		seen++
+		if got, err := os.ReadFile(filepath.Join(dir, "latest", "shard", "0", e.Name())); err != nil || !bytes.Equal(got, w) {
+			t.Fatalf("latest/shard/0/%s through the overlay: %v", e.Name(), err)
+		}
+	}
+	if seen != n {
+		t.Fatalf("the listing through the overlay named %d of the %d samples", seen, n)
+	}
+	if got := root.Counters().ListedPlus.Load(); got > 10 {
+		t.Fatalf("%d entries listed with kernel inodes, past the budget of 10", got)
 	}
 }
