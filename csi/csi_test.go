@@ -19,6 +19,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/resolver/manual"
 	"google.golang.org/grpc/status"
 
 	"github.com/deltafs/deltafs/fusefs"
@@ -167,6 +169,21 @@ func TestSanity(t *testing.T) {
 	defer p.stop()
 	cfg := sanity.NewTestConfig()
 	cfg.Address = "unix://" + p.sock
+	// csi-test's utils.Connect reads the connection's state once grpc.Dial
+	// returns and waits for it to change: a connection already Ready by
+	// then (the test descheduled between the two on a loaded machine)
+	// never changes, and Connect fails after a minute with "Connection
+	// timed out" (seen once in a full `make test`). Resolving the socket's
+	// address a moment after the dial keeps the connection from being
+	// Ready before Connect looks; Connect's own dialer dials the socket.
+	delayed := manual.NewBuilderWithScheme("unix")
+	delayed.BuildCallback = func(resolver.Target, resolver.ClientConn, resolver.BuildOptions) {
+		go func() {
+			time.Sleep(200 * time.Millisecond)
+			delayed.UpdateState(resolver.State{Addresses: []resolver.Address{{Addr: p.sock}}})
+		}()
+	}
+	cfg.DialOptions = append(cfg.DialOptions, grpc.WithResolvers(delayed))
 	cfg.TargetPath = filepath.Join(t.TempDir(), "target")
 	cfg.StagingPath = filepath.Join(t.TempDir(), "staging")
 	cfg.TestVolumeParameters = map[string]string{"table": table(t), "shards": "2"}
