@@ -45,11 +45,18 @@ type mounted struct {
 
 func mount(t *testing.T, tbl *sampletest.Table, spec sample.Spec, refresh time.Duration) *mounted {
 	t.Helper()
+	return mountWith(t, tbl, spec, fusefs.Options{Refresh: refresh})
+}
+
+// mountWith is mount with more of the Root's options (Samples is set here).
+func mountWith(t *testing.T, tbl *sampletest.Table, spec sample.Spec, opts fusefs.Options) *mounted {
+	t.Helper()
 	s, err := sample.New(tbl.Options(spec))
 	if err != nil {
 		t.Fatal(err)
 	}
-	root, err := fusefs.NewRoot(context.Background(), fusefs.Options{Samples: s, Refresh: refresh})
+	opts.Samples = s
+	root, err := fusefs.NewRoot(context.Background(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package fusefs_test
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -302,18 +301,8 @@ func TestOverlayKeepsTheOtherPaths(t *testing.T) {
 	const n = 40
 	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
 	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: digits(n, 0)}}, nil, nil)
-	s, err := sample.New(tbl.Options(sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	root, err := fusefs.NewRoot(context.Background(), fusefs.Options{Samples: s, Refresh: 50 * time.Millisecond, KernelInodes: 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := mounttest.InProcessRaw(t, root, root.MountOptions("memtable", false, false))
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go root.Run(ctx)
+	m := mountWith(t, tbl, sample.Spec{Image: sample.Image{H: 2, W: 2, C: 1}}, fusefs.Options{Refresh: 50 * time.Millisecond, KernelInodes: 10})
+	dir, root := m.dir, m.root
 	t.Cleanup(func() {
 		if fusefs.UnmountOverlays(dir, true) {
 			t.Error("overlays left after UnmountOverlays")

@@ -3,10 +3,12 @@ package fusefs_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -178,5 +180,39 @@ func TestPrefillEndsWithTheMount(t *testing.T) {
 	}
 	if n := prefillGoroutines() - before; n != 0 {
 		t.Fatalf("%d prefill goroutines still run after the unmount", n)
+	}
+}
+
+// TestPrefillPushesNothingOfAnUnreadableFile: samples whose data file is
+// gone after the index was built fail the prefill's read, so nothing of
+// them is pushed (their budget is given back and they count as missed),
+// and the reader's own READ of each answers EIO, never empty or stale
+// bytes; the other file's samples are pushed as usual.
+func TestPrefillPushesNothingOfAnUnreadableFile(t *testing.T) {
+	tbl := sampletest.New("id:long", "label:integer", "pixels:binary")
+	tbl.Commit(t0, "WRITE", []sampletest.Add{{Path: "a", Rows: digits(20, 0)}, {Path: "b", Rows: digits(20, 100)}}, nil, nil)
+	mnt, root := mountPrefill(t, tbl, 1<<20)
+	sd := filepath.Join(mnt, "version", "0", "shard", "0")
+	if _, err := os.Stat(filepath.Join(sd, "_samples.tsv")); err != nil { // builds the index
+		t.Fatal(err)
+	}
+	tbl.Vacuum("b")
+	if _, err := os.ReadDir(sd); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if st := root.PrefillStats(); st["files"].(int64)+st["missed"].(int64) >= 40 {
+			break
+		}
+	}
+	st := root.PrefillStats()
+	if st["files"].(int64) != 20 || st["missed"].(int64) != 20 {
+		t.Fatalf("prefill with one of two files gone: %v, want 20 pushed and 20 missed", st)
+	}
+	if _, err := os.ReadFile(filepath.Join(sd, "105.png")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("a sample of the vacuumed file: %v, want EIO", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(sd, "5.png")); err != nil || len(b) == 0 {
+		t.Fatalf("a sample of the readable file: %d bytes, %v", len(b), err)
 	}
 }
