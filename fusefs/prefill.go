@@ -91,14 +91,14 @@ func (p *prefiller) queue(sh *sample.Shard, ids []uint64) {
 	}
 	p.mu.Lock()
 	kept := make([]uint64, 0, len(ids))
-	for i, id := range ids {
+	for _, id := range ids {
 		size := sh.Size(sh.Local(int64(id & (maxItem - 1))))
 		if size <= 0 {
 			continue
 		}
 		if p.reserved+size > p.budget || p.queued+len(kept) >= prefillPending {
-			p.missed.Add(int64(len(ids) - i))
-			break
+			p.missed.Add(1) // an empty sample has nothing to push: not missed
+			continue
 		}
 		p.reserved += size
 		kept = append(kept, id)
